@@ -1,0 +1,46 @@
+#pragma once
+// The job config of `graphtune train`: one TOML file, sections in the torchtitan manner, every
+// key overridable as --section.key VALUE. Validated whole before anything is allocated; each
+// error names the file (or the flag), the key and what was expected.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gt {
+
+struct TrainConfig {
+  std::string path;  // the TOML file ("" = defaults)
+
+  // [job]
+  std::string name = "graphtune";
+  std::string out_dir;  // default: runs/<name>
+
+  // [model] A model the user has (llama2.c .bin or Hugging Face folder), or a fresh one.
+  std::string model_path;
+  std::string tokenizer = "bytes";  // "bytes": the built-in byte tokenizer; else a file
+  int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
+  std::string dtype = "fp32";  // fp32 | bf16
+
+  // [data]
+  std::string source = "embedded";  // "embedded" synthetic graph, or a text file (one document a line)
+  int64_t data_seed = 42, nodes = 2000, classes = 7;  // the embedded generator's defaults
+  double noise = 0.4;
+
+  // [training]
+  std::string stage = "lm";
+  int64_t steps = 200, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
+  double max_grad_norm = 1.0;
+  int64_t log_every = 10, threads = 0;  // 0: all cores
+
+  // [optimizer] AdamW
+  double lr = 3e-3, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+
+  // [lr_scheduler] linear warm-up, then cosine decay to min_lr_ratio * lr
+  double warmup_ratio = 0.03, min_lr_ratio = 0.0;
+};
+
+TrainConfig read_train_config(const std::string& path,
+                              const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace gt

@@ -1,0 +1,24 @@
+// graphtune: the user's command line.
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "launcher/commands.hpp"
+
+static int launcher_main(int argc, char** argv) {
+  CLI::App app{"graphtune: GraphGPT-style graph instruction tuning, multi-process"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  gt::add_worker_commands(app, exit_code, argc, argv);
+  gt::add_tokenize_command(app, exit_code);
+  gt::add_data_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints help on --help (exit 0) and a message on a usage error.
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : gt::kExitInputError;
+  }
+  return exit_code;
+}
+
+int main(int argc, char** argv) { return gt::run_main("graphtune", launcher_main, argc, argv); }

@@ -1,0 +1,193 @@
+#include "model/llama.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace gt {
+
+namespace {
+
+// Registers `t` under a dotted Hugging Face name ("model.layers.0.self_attn.q_proj.weight") by
+// creating the plain intermediate modules, so named_parameters() yields those names as they are.
+torch::Tensor add_param(torch::nn::Module& root, const std::string& dotted, torch::Tensor t) {
+  torch::nn::Module* m = &root;
+  size_t start = 0;
+  for (size_t dot; (dot = dotted.find('.', start)) != std::string::npos; start = dot + 1) {
+    std::string part = dotted.substr(start, dot - start);
+    auto children = m->named_children();
+    if (auto* found = children.find(part)) {
+      m = found->get();
+    } else {
+      m = m->register_module(part, std::make_shared<torch::nn::Module>()).get();
+    }
+  }
+  return m->register_parameter(dotted.substr(start), std::move(t));
+}
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  // In float32 whatever the storage dtype, as Hugging Face does, then back.
+  auto xf = x.to(torch::kFloat32);
+  auto normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return w * normed.to(x.scalar_type());
+}
+
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  int64_t h = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+}
+
+}  // namespace
+
+LlamaImpl::LlamaImpl(const LlamaConfig& cfg) : cfg_(cfg) {
+  if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
+  const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
+  auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
+  embed_tokens_ = add_param(*this, "model.embed_tokens.weight", mk({cfg.vocab_size, D}));
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    attn_norm_.push_back(add_param(*this, p + "input_layernorm.weight", mk({D})));
+    q_.push_back(add_param(*this, p + "self_attn.q_proj.weight", mk({D, D})));
+    k_.push_back(add_param(*this, p + "self_attn.k_proj.weight", mk({KV, D})));
+    v_.push_back(add_param(*this, p + "self_attn.v_proj.weight", mk({KV, D})));
+    o_.push_back(add_param(*this, p + "self_attn.o_proj.weight", mk({D, D})));
+    ffn_norm_.push_back(add_param(*this, p + "post_attention_layernorm.weight", mk({D})));
+    gate_.push_back(add_param(*this, p + "mlp.gate_proj.weight", mk({H, D})));
+    up_.push_back(add_param(*this, p + "mlp.up_proj.weight", mk({H, D})));
+    down_.push_back(add_param(*this, p + "mlp.down_proj.weight", mk({D, H})));
+  }
+  norm_ = add_param(*this, "model.norm.weight", mk({D}));
+  if (!cfg.tie_embeddings) lm_head_ = add_param(*this, "lm_head.weight", mk({cfg.vocab_size, D}));
+  init_weights(0);
+}
+
+void LlamaImpl::init_weights(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  // GPT-2 style: residual-branch outputs scaled down with depth so the stream starts small.
+  const double std = 0.02, resid_std = 0.02 / std::sqrt(2.0 * cfg_.n_layers);
+  for (auto& [name, p] : named_weights()) {
+    if (p.dim() == 1) {
+      p.fill_(1.0);
+    } else {
+      bool resid = name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos;
+      auto fresh = torch::empty(p.sizes(), torch::kFloat32).normal_(0.0, resid ? resid_std : std, gen);
+      p.copy_(fresh);
+    }
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> LlamaImpl::named_weights() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void LlamaImpl::load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source) {
+  auto mine = named_weights();
+  for (const auto& [name, t] : weights) {
+    bool known = false;
+    for (const auto& m : mine) known |= m.first == name;
+    if (!known) fail(source, "unexpected tensor '" + name + "' for this model config");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : mine) {
+    auto it = weights.find(name);
+    if (it == weights.end()) fail(source, "missing tensor '" + name + "'");
+    const torch::Tensor& t = it->second;
+    if (t.sizes() != p.sizes()) {
+      std::ostringstream ss;
+      ss << "tensor '" << name << "' has shape " << t.sizes() << ", the config needs " << p.sizes();
+      fail(source, ss.str());
+    }
+    if (!t.is_floating_point()) fail(source, "tensor '" + name + "' is not floating point");
+    p.copy_(t);
+  }
+}
+
+torch::Tensor LlamaImpl::embed(const torch::Tensor& tokens) {
+  return torch::embedding(embed_tokens_, tokens);
+}
+
+KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity) const {
+  KVCache c;
+  auto opts = embed_tokens_.options().requires_grad(false);
+  for (int64_t i = 0; i < cfg_.n_layers; ++i) {
+    c.k.push_back(torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts));
+    c.v.push_back(torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts));
+  }
+  return c;
+}
+
+torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
+                                   KVCache* cache, int64_t pos0) {
+  const int64_t B = x.size(0), T = x.size(1), hd = cfg_.head_dim();
+  auto q = torch::linear(x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
+  auto k = torch::linear(x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
+  auto v = torch::linear(x, v_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
+
+  // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions.
+  auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta,
+                                   torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
+  auto pos = torch::arange(pos0, pos0 + T, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
+  auto freqs = torch::outer(pos, inv_freq);
+  auto emb = torch::cat({freqs, freqs}, -1);
+  auto cos = emb.cos().to(x.scalar_type()), sin = emb.sin().to(x.scalar_type());
+  q = q * cos + rotate_half(q) * sin;
+  k = k * cos + rotate_half(k) * sin;
+
+  if (cache) {
+    cache->k[layer].narrow(2, pos0, T).copy_(k);
+    cache->v[layer].narrow(2, pos0, T).copy_(v);
+    k = cache->k[layer].narrow(2, 0, pos0 + T);
+    v = cache->v[layer].narrow(2, 0, pos0 + T);
+  }
+  // Grouped-query attention: each key/value head serves n_heads / n_kv_heads query heads.
+  const int64_t rep = cfg_.n_heads / cfg_.n_kv_heads;
+  if (rep > 1) {
+    k = k.repeat_interleave(rep, 1);
+    v = v.repeat_interleave(rep, 1);
+  }
+  auto y = at::scaled_dot_product_attention(q, k, v, attn_mask);
+  y = y.transpose(1, 2).reshape({B, T, cfg_.dim});
+  return torch::linear(y, o_[layer]);
+}
+
+torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache) {
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
+  if (cache && total > cache->capacity())
+    throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
+  // Boolean mask [B, 1, T, total], true = may attend: causal, and never to padded keys.
+  auto causal = torch::ones({T, total}, torch::kBool).tril(pos0);
+  auto mask = causal.view({1, 1, T, total});
+  if (key_mask.defined()) {
+    if (key_mask.size(0) != B || key_mask.size(1) != total)
+      throw std::runtime_error("key_mask must be [batch, cached + new positions]");
+    mask = mask & key_mask.to(torch::kBool).view({B, 1, 1, total});
+  }
+  for (int64_t i = 0; i < cfg_.n_layers; ++i) {
+    x = x + attention(i, rms_norm(x, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0);
+    auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
+    x = x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
+  }
+  if (cache) cache->len = total;
+  x = rms_norm(x, norm_, cfg_.norm_eps);
+  return torch::linear(x, cfg_.tie_embeddings ? embed_tokens_ : lm_head_).to(torch::kFloat32);
+}
+
+torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& key_mask, KVCache* cache) {
+  return forward_embeds(embed(tokens), key_mask, cache);
+}
+
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  const int64_t T = logits.size(1), V = logits.size(2);
+  auto l = logits.narrow(1, 0, T - 1).reshape({-1, V});
+  auto y = labels.narrow(1, 1, T - 1).reshape({-1});
+  return torch::nn::functional::cross_entropy(
+      l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+}
+
+}  // namespace gt

@@ -1,0 +1,70 @@
+#pragma once
+// LLaMA decoder in libtorch: RMSNorm, rotary embeddings (with linear scaling), grouped-query
+// attention, SwiGLU MLP, tied or separate output head, causal mask with right padding, and a
+// KV cache for generation. Parameter names are Hugging Face's ("model.layers.0.self_attn.
+// q_proj.weight", ...) so that safetensors files map one to one; rotary embeddings use
+// Hugging Face's rotate-half pairing (llama2.c files are permuted at load).
+#include <torch/types.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/llama_config.hpp"
+
+namespace gt {
+
+// Keys and values of every layer for positions [0, len). Shapes [B, n_kv_heads, capacity, hd].
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t len = 0;
+  int64_t capacity() const { return k.empty() ? 0 : k[0].size(2); }
+};
+
+class LlamaImpl : public torch::nn::Module {
+ public:
+  explicit LlamaImpl(const LlamaConfig& cfg);
+
+  const LlamaConfig& config() const { return cfg_; }
+
+  // Token ids [B, T] -> embeddings [B, T, dim]. Separate from forward so that callers can
+  // overwrite positions (GraphGPT splices graph tokens here).
+  torch::Tensor embed(const torch::Tensor& tokens);
+
+  // Embeddings [B, T, dim] -> logits [B, T, vocab] (float32 whatever the weight dtype).
+  // key_mask [B, T] (1 = real token, 0 = right padding) keeps padding out of every softmax;
+  // it may be undefined when there is no padding. With a cache, the T new positions follow
+  // the cache->len cached ones and are appended to it.
+  torch::Tensor forward_embeds(torch::Tensor x, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr);
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr);
+
+  KVCache new_cache(int64_t batch, int64_t capacity) const;
+
+  // Fresh weights for training from scratch: normal(0, 0.02), norms at 1; deterministic.
+  void init_weights(uint64_t seed);
+
+  // The parameters by Hugging Face name, in a stable order.
+  std::vector<std::pair<std::string, torch::Tensor>> named_weights() const;
+
+  // Copies `weights` into the model after checking that every expected name is present,
+  // no unexpected name is, and each shape matches; floating dtypes are converted. Errors name
+  // `source` (the file) and the tensor.
+  void load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source);
+
+ private:
+  struct Layer;
+  torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
+                          KVCache* cache, int64_t pos0);
+  LlamaConfig cfg_;
+  torch::Tensor embed_tokens_, norm_, lm_head_;
+  std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
+};
+TORCH_MODULE(Llama);
+
+// Mean cross-entropy over positions whose label is not -100, Hugging Face style: labels are
+// aligned with the inputs and shifted inside (position t predicts label t+1).
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+
+}  // namespace gt

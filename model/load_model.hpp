@@ -1,0 +1,17 @@
+#pragma once
+// One entry point for "a model the user has": a llama2.c .bin file or a Hugging Face folder.
+#include <string>
+
+#include "model/llama2c_weights.hpp"
+
+namespace gt {
+
+// Only the config (cheap: headers and config.json), for validation before allocating.
+LlamaConfig read_model_config(const std::string& path);
+LoadedModel load_model(const std::string& path);
+
+// The tokenizer that ships with a model, when the user names none: tokenizer.model in a
+// Hugging Face folder, tokenizer.bin beside a llama2.c file. Empty if there is none.
+std::string default_tokenizer_path(const std::string& model_path);
+
+}  // namespace gt

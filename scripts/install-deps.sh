@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs everything graphtune's build, tests and demo need. Idempotent: a second run checks
+# and returns in seconds.
+#  - Debian packages: compilers and build tools, OpenMPI, Boost, toml11, nlohmann-json, CLI11,
+#    GoogleTest, SentencePiece.
+#  - A Python virtual environment outside the work tree (reused by every clone and CI run) with
+#    the PyPI torch wheel, whose libtorch graphtune links, and the independent references the
+#    tests check against (transformers, safetensors, sentencepiece).
+set -euo pipefail
+
+VENV=${GRAPHTUNE_VENV:-$HOME/.cache/graphtune/venv}
+TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
+PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6")
+APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
+  libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev)
+
+log() { echo "install-deps: $*" >&2; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating the Python environment $VENV"
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" - "${PY_PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name).split("+")[0] != want:
+        sys.exit(1)
+PY
+then
+  log "pip install ${PY_PACKAGES[*]} (the torch wheel is large the first time)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+fi
+
+# The CPU BLAS libtorch gets decides training speed here (a reference BLAS is 25x slower than
+# an optimised one): measure it once and say so when it is slow.
+"$VENV/bin/python" - <<'PY'
+import time, torch
+torch.set_num_threads(2)
+a = torch.randn(1024, 1024)
+a @ a
+t = time.perf_counter(); n = 10
+for _ in range(n):
+    a @ a
+gflops = n * 2 * 1024**3 / (time.perf_counter() - t) / 1e9
+msg = f"install-deps: libtorch {torch.__version__}: 1024^3 float matmul {gflops:.0f} GFLOP/s on 2 threads"
+if gflops < 20:
+    msg += " -- SLOW: check which BLAS libtorch uses"
+print(msg, flush=True)
+PY

@@ -1,0 +1,140 @@
+// graphtune convert: a llama2.c .bin or a Hugging Face folder -> a Hugging Face folder that
+// transformers loads. graphtune-worker dump-logits: the logits of given token ids as
+// safetensors, so tests can hold graphtune's forward pass against transformers'.
+#include <torch/torch.h>
+
+#include <cctype>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <set>
+
+#include "common/error.hpp"
+#include "model/hf_folder.hpp"
+#include "model/llama.hpp"
+#include "model/load_model.hpp"
+#include "model/safetensors.hpp"
+#include "worker/commands.hpp"
+
+namespace gt {
+
+namespace {
+
+struct ConvertArgs {
+  std::string model, out, dtype = "auto", max_shard_size = "0";
+  bool overwrite = false;
+};
+
+struct DumpArgs {
+  std::string model, tokens, out;
+};
+
+// "123", "500KB", "2GB" (powers of 1000, as transformers' max_shard_size) or "64MiB".
+int64_t parse_bytes(const std::string& text) {
+  const std::string where = "--max-shard-size";
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0 || i > 15) fail(where, "expected a byte count like 2000000000, 2GB or 512MiB, got '" + text + "'");
+  const int64_t n = std::stoll(text.substr(0, i));
+  std::string unit = text.substr(i);
+  for (auto& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
+  const std::pair<const char*, int64_t> units[] = {{"", 1},           {"B", 1},          {"KB", 1000},
+                                                   {"MB", 1000000},   {"GB", 1000000000}, {"KIB", 1 << 10},
+                                                   {"MIB", 1 << 20},  {"GIB", 1 << 30}};
+  for (const auto& [name, mult] : units)
+    if (unit == name) return n * mult;
+  fail(where, "unknown unit '" + text.substr(i) + "' in '" + text + "' (use B, KB, MB, GB, KiB, MiB, GiB)");
+}
+
+// "auto": the dtype the weights already have when it is one graphtune writes, else fp32
+// (llama2.c files are fp32), so converting a bf16 folder does not double its size.
+std::string resolve_dtype(const std::string& requested, const std::map<std::string, torch::Tensor>& weights) {
+  if (requested != "auto") return requested;
+  std::set<torch::ScalarType> types;
+  for (const auto& kv : weights) types.insert(kv.second.scalar_type());
+  if (types.size() == 1) {
+    if (*types.begin() == torch::kBFloat16) return "bf16";
+    if (*types.begin() == torch::kFloat16) return "fp16";
+  }
+  return "fp32";
+}
+
+int run_convert(const ConvertArgs& a) {
+  if (a.dtype != "auto" && a.dtype != "fp32" && a.dtype != "bf16" && a.dtype != "fp16")
+    fail("--dtype", "expected auto, fp32, bf16 or fp16, got '" + a.dtype + "'");
+  const int64_t shard = parse_bytes(a.max_shard_size);
+  // Refuse before reading gigabytes of weights; save_hf_folder checks again at write time.
+  struct stat st;
+  if (!a.overwrite && ::stat(a.out.c_str(), &st) == 0) fail(a.out, "already exists (pass --overwrite to replace it)");
+
+  LoadedModel m = load_model(a.model);
+  const std::string dtype = resolve_dtype(a.dtype, m.weights);
+  save_hf_folder(a.out, m.config, m.weights, dtype, shard, a.overwrite);
+  std::fprintf(stderr, "graphtune: wrote %s (%s, %lld parameters)\n", a.out.c_str(), dtype.c_str(),
+               static_cast<long long>(m.config.num_parameters()));
+  return 0;
+}
+
+std::vector<int64_t> parse_tokens(const std::string& text, int64_t vocab) {
+  std::vector<int64_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size()) fail("--tokens", "'" + item + "' is not a token id (want e.g. 1,403,9)");
+    if (v < 0 || v >= vocab)
+      fail("--tokens", "id " + item + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    ids.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+int run_dump_logits(const DumpArgs& a) {
+  LlamaConfig cfg = read_model_config(a.model);
+  std::vector<int64_t> ids = parse_tokens(a.tokens, cfg.vocab_size);
+  if (static_cast<int64_t>(ids.size()) > cfg.max_seq_len)
+    fail("--tokens", std::to_string(ids.size()) + " tokens exceed the model's context of " + std::to_string(cfg.max_seq_len));
+
+  LoadedModel m = load_model(a.model);
+  Llama model(m.config);
+  model->load_weights(m.weights, a.model);
+  m.weights.clear();
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor tokens = torch::tensor(ids, torch::kInt64).view({1, -1});
+  torch::Tensor logits = model->forward(tokens).to(torch::kFloat32);
+  save_safetensors(a.out, {{"logits", logits}}, {{"model", a.model}, {"tokens", a.tokens}});
+  return 0;
+}
+
+}  // namespace
+
+void add_convert_commands(CLI::App& app, int& exit_code) {
+  auto c = std::make_shared<ConvertArgs>();
+  CLI::App* conv = app.add_subcommand("convert", "convert a llama2.c .bin or a Hugging Face folder into a Hugging Face folder");
+  conv->add_option("--model", c->model, "llama2.c .bin file or Hugging Face folder")->required();
+  conv->add_option("--out", c->out, "folder to create (written whole or not at all)")->required();
+  conv->add_option("--dtype", c->dtype, "auto (keep the source's), fp32, bf16 or fp16");
+  conv->add_option("--max-shard-size", c->max_shard_size,
+                   "split the weights into shards of at most this size (bytes, or 2GB, 512MiB); 0 = one file");
+  conv->add_flag("--overwrite", c->overwrite, "replace --out if it is an existing model folder");
+  conv->callback([c, &exit_code] { exit_code = run_convert(*c); });
+
+  auto d = std::make_shared<DumpArgs>();
+  CLI::App* dump = app.add_subcommand("dump-logits", "(testing) write the fp32 logits [1, T, vocab] of token ids as safetensors");
+  dump->add_option("--model", d->model, "llama2.c .bin file or Hugging Face folder")->required();
+  dump->add_option("--tokens", d->tokens, "comma-separated token ids, e.g. 1,403,9")->required();
+  dump->add_option("--out", d->out, "output .safetensors file (tensor 'logits')")->required();
+  dump->callback([d, &exit_code] { exit_code = run_dump_logits(*d); });
+}
+
+}  // namespace gt

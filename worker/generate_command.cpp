@@ -1,0 +1,95 @@
+// graphtune generate: the prompt and its continuation on stdout, as llama2.c's run prints them;
+// everything else on stderr.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "model/generate.hpp"
+#include "model/load_model.hpp"
+#include "model/tokenizer.hpp"
+#include "worker/commands.hpp"
+
+namespace gt {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model, tokenizer, prompt, dtype = "fp32";
+  int64_t max_new_tokens = 256;
+  float temperature = 1.0f, top_p = 0.9f;
+  uint64_t seed = 0;
+  bool prompt_given = false;
+};
+
+void print_piece(const std::string& piece) {
+  std::string shown = visible_piece(piece);
+  std::fwrite(shown.data(), 1, shown.size(), stdout);
+  std::fflush(stdout);
+}
+
+int run_generate(const GenerateArgs& a) {
+  if (a.prompt.empty()) fail("--prompt", "empty prompt");
+  if (a.max_new_tokens < 1) fail("--max-new-tokens", "must be at least 1");
+  if (a.temperature < 0) fail("--temperature", "must be >= 0");
+  if (a.top_p < 0 || a.top_p > 1) fail("--top-p", "must be in [0, 1]");
+  if (a.dtype != "fp32" && a.dtype != "bf16") fail("--dtype", "expected fp32 or bf16, got '" + a.dtype + "'");
+
+  // Validate everything cheap before reading weights.
+  LlamaConfig cfg = read_model_config(a.model);
+  std::string tok_path = a.tokenizer.empty() ? default_tokenizer_path(a.model) : a.tokenizer;
+  if (tok_path.empty()) fail(a.model, "no tokenizer beside the model: pass --tokenizer");
+  auto tok = load_tokenizer(tok_path);
+  if (tok->vocab_size() != cfg.vocab_size)
+    fail(tok_path, "tokenizer has " + std::to_string(tok->vocab_size()) + " pieces but the model " + a.model +
+                       " has a vocabulary of " + std::to_string(cfg.vocab_size));
+  std::vector<int32_t> prompt = tok->encode(a.prompt, /*bos=*/true, /*eos=*/false);
+  if (static_cast<int64_t>(prompt.size()) >= cfg.max_seq_len)
+    fail("--prompt", "is " + std::to_string(prompt.size()) + " tokens, the model's context is " +
+                         std::to_string(cfg.max_seq_len));
+
+  LoadedModel loaded = load_model(a.model);
+  Llama model(loaded.config);
+  model->load_weights(loaded.weights, a.model);
+  loaded.weights.clear();
+  if (a.dtype == "bf16") model->to(torch::kBFloat16);
+  model->eval();
+
+  for (size_t i = 1; i < prompt.size(); ++i) print_piece(tok->decode_piece(prompt[i - 1], prompt[i]));
+  int32_t prev = prompt.back();
+  SamplingParams sp;
+  sp.temperature = a.temperature;
+  sp.top_p = a.top_p;
+  sp.seed = a.seed;
+  sp.max_new_tokens = a.max_new_tokens;
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = generate(model, prompt, sp, [&](int32_t id) {
+    print_piece(tok->decode_piece(prev, id));
+    prev = id;
+  });
+  std::printf("\n");
+  std::fflush(stdout);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "graphtune: %zu tokens in %.2f s (%.1f tok/s)\n", out.size(), s, out.size() / std::max(s, 1e-9));
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand("generate", "generate text from a llama2.c file or a Hugging Face folder");
+  sub->add_option("--model", a->model, "llama2.c .bin file or Hugging Face folder")->required();
+  sub->add_option("--tokenizer", a->tokenizer,
+                  "tokenizer.model (SentencePiece) or llama2.c tokenizer .bin; default: the model's own");
+  sub->add_option("--prompt", a->prompt, "text to continue")->required();
+  sub->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate after the prompt");
+  sub->add_option("--temperature", a->temperature, "0 = greedy");
+  sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");
+  sub->add_option("--seed", a->seed, "sampling seed (0 = from the clock)");
+  sub->add_option("--dtype", a->dtype, "fp32 or bf16");
+  sub->callback([a, &exit_code] { exit_code = run_generate(*a); });
+}
+
+}  // namespace gt

@@ -1,0 +1,21 @@
+// graphtune-worker: the per-rank program. Every subcommand that needs libtorch runs here.
+#include "common/error.hpp"
+#include "worker/commands.hpp"
+
+static int worker_main(int argc, char** argv) {
+  CLI::App app{"graphtune-worker: the per-rank program of graphtune"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  gt::add_generate_command(app, exit_code);
+  gt::add_train_command(app, exit_code);
+  gt::add_convert_commands(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : gt::kExitInputError;
+  }
+  return exit_code;
+}
+
+int main(int argc, char** argv) { return gt::run_main("graphtune", worker_main, argc, argv); }
