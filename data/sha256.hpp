@@ -1,6 +1,6 @@
 #pragma once
-// SHA-256 (FIPS 180-4) of a byte string, as lower-case hex. Written here rather than pulled
-// from a crypto library: meta.json only needs a checksum people can verify with `sha256sum`.
+// SHA-256 of a byte string as lower-case hex (OpenSSL's libcrypto), the checksum meta.json
+// records so that people can verify files with `sha256sum`.
 #include <string>
 
 namespace gt {

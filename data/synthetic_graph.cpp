@@ -17,6 +17,7 @@ namespace gt {
 constexpr int kGeneratorVersion = 1;
 constexpr int32_t kMaxNodes = 1000000;
 constexpr int32_t kMaxFeatureDim = 4096;
+constexpr int64_t kMaxFeatureFloats = int64_t{1} << 28;
 
 static void need_int(const char* flag, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi)
@@ -50,6 +51,10 @@ void validate(const SyntheticGraphParams& p) {
   need_real("--homophily", p.homophily, 0, 1);
   need_real("--degree-skew", p.degree_skew, 0, 1);
   need_int("--feature-dim", p.feature_dim, 1, kMaxFeatureDim);
+  const int64_t floats = static_cast<int64_t>(p.nodes) * p.feature_dim;
+  if (floats > kMaxFeatureFloats)
+    fail("--feature-dim", "nodes x feature_dim = " + std::to_string(floats) + " exceeds " +
+                              std::to_string(kMaxFeatureFloats) + " (1 GiB of features)");
 }
 
 std::string synthetic_params_json(const SyntheticGraphParams& p) {

@@ -1,6 +1,7 @@
 // graphtune: the user's command line.
 #include <cstdio>
 
+#include "common/cli_errors.hpp"
 #include "common/error.hpp"
 #include "launcher/commands.hpp"
 
@@ -11,14 +12,8 @@ static int launcher_main(int argc, char** argv) {
   gt::add_worker_commands(app, exit_code, argc, argv);
   gt::add_tokenize_command(app, exit_code);
   gt::add_data_command(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // CLI11 prints help on --help (exit 0) and a message on a usage error.
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : gt::kExitInputError;
-  }
-  return exit_code;
+  int rc = gt::parse_command_line(app, argc, argv);
+  return rc >= 0 ? rc : exit_code;
 }
 
 int main(int argc, char** argv) { return gt::run_main("graphtune", launcher_main, argc, argv); }

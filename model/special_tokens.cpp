@@ -15,7 +15,7 @@ static torch::Tensor grow_rows(const torch::Tensor& w, int64_t new_rows) {
 std::vector<int32_t> add_special_tokens(LoadedModel& model, Tokenizer& tokenizer,
                                         const std::vector<std::string>& pieces) {
   if (tokenizer.vocab_size() != model.config.vocab_size)
-    fail("tokenizer", "has " + std::to_string(tokenizer.vocab_size()) + " pieces but the model's vocabulary is " +
+    fail(tokenizer.source(), "tokenizer has " + std::to_string(tokenizer.vocab_size()) + " pieces but the model's vocabulary is " +
                           std::to_string(model.config.vocab_size));
   auto ids = tokenizer.add_special_tokens(pieces);
   const int64_t new_vocab = tokenizer.vocab_size();

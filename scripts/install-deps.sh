@@ -13,7 +13,7 @@ TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
 PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6")
 APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
   libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev)
+  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev)
 
 log() { echo "install-deps: $*" >&2; }
 

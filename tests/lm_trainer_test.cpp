@@ -57,10 +57,17 @@ TEST(LrSchedule, WarmupThenCosine) {
 TEST(LmTrainer, LossFalls) {
   auto model = tiny_model();
   gt::WindowSampler data(periodic_stream(), 16, 5);
+  double initial;
+  {
+    torch::NoGradGuard ng;
+    auto probe = gt::WindowSampler(periodic_stream(), 16, 99).next(8);
+    initial = gt::causal_lm_loss(model->forward(probe), probe).item<double>();
+  }
+  EXPECT_NEAR(initial, std::log(40.0), 0.3);  // a fresh model is near uniform over the vocabulary
   auto log = gt::train_lm(model, data, tiny_config(), [](const gt::LmLogLine&) {});
   ASSERT_EQ(log.size(), 6u);
-  EXPECT_NEAR(log.front().loss, std::log(40.0), 0.5);  // starts near uniform over the vocabulary
-  EXPECT_LT(log.back().loss, 0.5 * log.front().loss);
+  EXPECT_LT(log.back().loss, 0.3 * initial);
+  EXPECT_LT(log.back().loss, log.front().loss);
   for (auto& l : log) EXPECT_TRUE(std::isfinite(l.grad_norm));
 }
 

@@ -314,6 +314,10 @@ TEST(SyntheticGraph, InvalidParametersNameTheFlag) {
   p.feature_dim = 0;
   expect_flag(p, "--feature-dim");
   p = {};
+  p.nodes = 1000000;
+  p.feature_dim = 4096;  // each allowed, together 16 GiB
+  expect_flag(p, "--feature-dim");
+  p = {};
   p.topic_words = 1000;
   expect_flag(p, "--topic-words");
   p = {};
@@ -461,4 +465,59 @@ TEST(TextGraphFolder, RefusesToOverwriteUnlessAsked) {
 
   write_file_atomic(root.path + "/file", "x");
   EXPECT_THROW(write_text_graph(g, root.path + "/file", true), InputError);
+}
+
+TEST(TextGraphFolder, ReadsBackWhatItWrote) {
+  TempRoot root;
+  TextGraph g = make_synthetic_graph(small());
+  write_text_graph(g, root.path + "/g");
+  TextGraph r = read_text_graph(root.path + "/g");
+  EXPECT_EQ(r.name, g.name);
+  EXPECT_EQ(r.params_json, g.params_json);
+  EXPECT_EQ(r.class_names, g.class_names);
+  EXPECT_EQ(r.class_descriptions, g.class_descriptions);
+  ASSERT_EQ(r.nodes.size(), g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    EXPECT_EQ(r.nodes[i].label, g.nodes[i].label);
+    EXPECT_EQ(r.nodes[i].title, g.nodes[i].title);
+    EXPECT_EQ(r.nodes[i].text, g.nodes[i].text);
+  }
+  EXPECT_EQ(r.edges, g.edges);
+  EXPECT_EQ(r.feature_dim, g.feature_dim);
+  EXPECT_TRUE(r.features == g.features);
+  EXPECT_EQ(r.undirected_adj.targets, g.undirected_adj.targets);
+  // Written again, the same bytes.
+  write_text_graph(r, root.path + "/again");
+  EXPECT_EQ(folder_digest(root.path + "/g"), folder_digest(root.path + "/again"));
+}
+
+TEST(TextGraphFolder, DamagedFolderIsAnInputErrorNamingTheFile) {
+  TempRoot root;
+  const std::string dir = root.path + "/g";
+  write_text_graph(make_synthetic_graph(small()), dir);
+  auto expect_error_naming = [&](const std::string& file) {
+    try {
+      read_text_graph(dir);
+      ADD_FAILURE() << "accepted a damaged " << file;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    }
+  };
+  std::string edges = read_file(dir + "/edges.tsv");
+  write_file_atomic(dir + "/edges.tsv", edges + "1\t1\n");
+  expect_error_naming("edges.tsv");  // size differs from meta.json
+  write_file_atomic(dir + "/edges.tsv", edges);
+  fs::remove(dir + "/meta.json");
+  expect_error_naming("meta.json");
+  write_file_atomic(dir + "/meta.json", "{}");  // no checksums: the content itself is checked
+  write_file_atomic(dir + "/edges.tsv", edges + "1\t1\n");
+  expect_error_naming("self loop");
+  write_file_atomic(dir + "/edges.tsv", edges + "1\tx\n");
+  expect_error_naming("edges.tsv");
+  write_file_atomic(dir + "/edges.tsv", "from\tto\n");
+  expect_error_naming("edges.tsv");
+  write_file_atomic(dir + "/edges.tsv", edges);
+  std::string npy = read_file(dir + "/features.npy");
+  write_file_atomic(dir + "/features.npy", npy.substr(0, npy.size() - 4));
+  expect_error_naming("features.npy");
 }

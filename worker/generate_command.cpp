@@ -20,7 +20,7 @@ struct GenerateArgs {
   int64_t max_new_tokens = 256;
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
-  bool prompt_given = false;
+  int threads = 0;
 };
 
 void print_piece(const std::string& piece) {
@@ -49,6 +49,7 @@ int run_generate(const GenerateArgs& a) {
     fail("--prompt", "is " + std::to_string(prompt.size()) + " tokens, the model's context is " +
                          std::to_string(cfg.max_seq_len));
 
+  if (a.threads > 0) torch::set_num_threads(a.threads);
   LoadedModel loaded = load_model(a.model);
   Llama model(loaded.config);
   model->load_weights(loaded.weights, a.model);
@@ -89,6 +90,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");
   sub->add_option("--seed", a->seed, "sampling seed (0 = from the clock)");
   sub->add_option("--dtype", a->dtype, "fp32 or bf16");
+  sub->add_option("--threads", a->threads, "CPU threads (0 = libtorch's default, OMP_NUM_THREADS)");
   sub->callback([a, &exit_code] { exit_code = run_generate(*a); });
 }
 

@@ -1,4 +1,5 @@
 // graphtune-worker: the per-rank program. Every subcommand that needs libtorch runs here.
+#include "common/cli_errors.hpp"
 #include "common/error.hpp"
 #include "worker/commands.hpp"
 
@@ -9,13 +10,8 @@ static int worker_main(int argc, char** argv) {
   gt::add_generate_command(app, exit_code);
   gt::add_train_command(app, exit_code);
   gt::add_convert_commands(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : gt::kExitInputError;
-  }
-  return exit_code;
+  int rc = gt::parse_command_line(app, argc, argv);
+  return rc >= 0 ? rc : exit_code;
 }
 
 int main(int argc, char** argv) { return gt::run_main("graphtune", worker_main, argc, argv); }

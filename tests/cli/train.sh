@@ -13,7 +13,7 @@ check "train exits 0" test $rc -eq 0
 first=$(grep -m1 '^step' "$TMP/err.txt" | sed 's/.*loss \([0-9.]*\).*/\1/')
 last=$(grep '^step' "$TMP/err.txt" | tail -1 | sed 's/.*loss \([0-9.]*\).*/\1/')
 echo "loss: first logged $first, last logged $last"
-check "loss falls by a third or more" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.67) }'
+check "loss falls by a fifth or more" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.8) }'
 check "nothing on stdout" test ! -s "$TMP/out.txt"
 for f in config.json model.safetensors tokenizer.bin; do
   check "model folder has $f" test -s "$TMP/run/model/$f"

@@ -1,0 +1,59 @@
+#include "common/fs.hpp"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace gt {
+
+bool path_exists(const std::string& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+bool is_directory(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.push_back(e->d_name);
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool is_empty_directory(const std::string& p) { return is_directory(p) && list_dir(p).empty(); }
+
+void remove_tree(const std::string& p) {
+  if (!path_exists(p)) return;
+  ::nftw(p.c_str(), [](const char* f, const struct stat*, int, struct FTW*) { return ::remove(f); }, 16,
+         FTW_DEPTH | FTW_PHYS);
+}
+
+void make_dirs(const std::string& p) {
+  for (size_t i = 1; i <= p.size(); ++i) {
+    if (i != p.size() && p[i] != '/') continue;
+    const std::string prefix = p.substr(0, i);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      fail(prefix, std::string("cannot create folder: ") + std::strerror(errno));
+  }
+  if (!is_directory(p)) fail(p, "exists and is not a folder");
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+}  // namespace gt

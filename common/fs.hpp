@@ -1,0 +1,18 @@
+#pragma once
+// Small file-system helpers on plain POSIX calls. Not std::filesystem: the PyPI libtorch.so
+// exports its own copy of the std::filesystem functions, which wins symbol resolution in every
+// binary that links libtorch, and its remove_all crashes on a non-empty folder.
+#include <string>
+#include <vector>
+
+namespace gt {
+
+bool path_exists(const std::string& p);  // lstat: a dangling link exists too
+bool is_directory(const std::string& p);
+bool is_empty_directory(const std::string& p);
+void remove_tree(const std::string& p);  // rm -rf; no error when absent
+void make_dirs(const std::string& p);    // mkdir -p; InputError naming the path on failure
+std::vector<std::string> list_dir(const std::string& dir);  // names, without . and .., sorted
+std::string join_path(const std::string& dir, const std::string& name);
+
+}  // namespace gt
