@@ -10,6 +10,13 @@
 namespace gt {
 
 inline int parse_command_line(CLI::App& app, int argc, char** argv) {
+  bool known = false;
+  if (argc > 1)
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) known |= sub->check_name(argv[1]);
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "graphtune: error: unknown subcommand '%s' (see --help)\n", argv[1]);
+    return kExitInputError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -23,18 +23,32 @@ bool is_directory(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
+namespace {
+
+// The names in dir, without . and ..; false when dir cannot be opened.
+bool read_dir(const std::string& dir, std::vector<std::string>& out) {
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
+  if (!d) return false;
   while (dirent* e = ::readdir(d))
     if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.push_back(e->d_name);
   ::closedir(d);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> out;
+  read_dir(dir, out);
   std::sort(out.begin(), out.end());
   return out;
 }
 
-bool is_empty_directory(const std::string& p) { return is_directory(p) && list_dir(p).empty(); }
+// An unreadable folder is not known to be empty: callers replace empty folders freely.
+bool is_empty_directory(const std::string& p) {
+  std::vector<std::string> names;
+  return read_dir(p, names) && names.empty();
+}
 
 void remove_tree(const std::string& p) {
   if (!path_exists(p)) return;
@@ -54,6 +68,16 @@ void make_dirs(const std::string& p) {
 
 std::string join_path(const std::string& dir, const std::string& name) {
   return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+std::string parent_path(const std::string& p) {
+  const auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+}
+
+std::string strip_trailing_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
 }
 
 }  // namespace gt

@@ -18,7 +18,9 @@ struct TrainConfig {
 
   // [model] A model the user has (llama2.c .bin or Hugging Face folder), or a fresh one.
   std::string model_path;
-  std::string tokenizer = "bytes";  // "bytes": the built-in byte tokenizer; else a file
+  // "auto": the model's own tokenizer when [model].path is set, else the built-in byte
+  // tokenizer ("bytes"); or a tokenizer.model / llama2.c tokenizer file.
+  std::string tokenizer = "auto";
   int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
   std::string dtype = "fp32";  // fp32 | bf16
 

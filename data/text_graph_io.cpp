@@ -1,10 +1,6 @@
 #include "data/text_graph_io.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstring>
-#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -12,11 +8,11 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/staged_folder.hpp"
 #include "data/sha256.hpp"
 
 namespace gt {
-
-namespace fs = std::filesystem;
 
 constexpr int kFormatVersion = 1;
 
@@ -79,55 +75,29 @@ static nlohmann::ordered_json stats_json(const GraphStats& s) {
   return j;
 }
 
-static void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // best effort: durability of the rename, not correctness of the files
-  ::fsync(fd);
-  ::close(fd);
+// An existing empty folder is simply filled; a non-empty one is replaced only with overwrite.
+static ReplaceRule replace_rule(bool overwrite) {
+  ReplaceRule r;
+  r.overwrite = overwrite;
+  return r;
 }
 
-// Removes the temporary folder unless the write got as far as renaming it into place.
-struct TempDir {
-  std::string path;
-  bool keep = false;
-  ~TempDir() {
-    if (!keep) {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  }
-};
-
-static std::string without_trailing_slash(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+static std::string without_trailing_slash(const std::string& dir_in) {
+  std::string dir = strip_trailing_slashes(dir_in);
   if (dir.empty()) fail("--out", "the output folder name is empty");
   return dir;
 }
 
-void check_output_folder(const std::string& dir_in, bool overwrite) {
-  const std::string dir = without_trailing_slash(dir_in);
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir, ec)) fail(dir, "exists and is not a folder");
-  if (!fs::is_empty(dir, ec) && !overwrite)
-    fail(dir, "folder exists and is not empty; not overwriting it (--overwrite replaces it)");
+void check_output_folder(const std::string& dir, bool overwrite) {
+  StagedFolder::check(without_trailing_slash(dir), replace_rule(overwrite));
 }
 
 void write_text_graph(const TextGraph& g, const std::string& dir_in, bool overwrite) {
   const std::string dir = without_trailing_slash(dir_in);
   check_text_graph(g, dir);
-  check_output_folder(dir, overwrite);
-
-  std::error_code ec;
-  const bool exists = fs::exists(dir, ec);
-  const fs::path parent = fs::path(dir).parent_path();
-  if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
-    fail(parent.string(), "cannot create folder: " + ec.message());
-
-  const std::string pid = std::to_string(::getpid());
-  TempDir tmp{dir + ".tmp." + pid};
-  fs::remove_all(tmp.path, ec);  // a leftover of a crashed run with the same pid
-  if (!fs::create_directory(tmp.path, ec)) fail(tmp.path, "cannot create folder: " + ec.message());
+  check_output_folder(dir, overwrite);  // before creating any parent folder
+  make_dirs(parent_path(dir));
+  StagedFolder out(dir, replace_rule(overwrite));
 
   const std::vector<std::pair<std::string, std::string>> files = {
       {"classes.tsv", classes_tsv(g)},
@@ -146,35 +116,11 @@ void write_text_graph(const TextGraph& g, const std::string& dir_in, bool overwr
   meta["generator"] = nlohmann::ordered_json::parse(g.params_json);
   meta["stats"] = stats_json(graph_stats(g));
   for (const auto& f : files) {
-    write_file_atomic(tmp.path + "/" + f.first, f.second);
+    write_file_atomic(join_path(out.path(), f.first), f.second);
     meta["files"][f.first] = {{"bytes", f.second.size()}, {"sha256", sha256_hex(f.second)}};
   }
-  write_file_atomic(tmp.path + "/meta.json", meta.dump(2) + "\n");
-  fsync_dir(tmp.path);
-
-  // Swap in. With an old folder there is a moment where DIR is absent, never one where it is
-  // half-written.
-  const std::string old = dir + ".old." + pid;
-  bool moved_old = false;
-  if (exists) {
-    if (fs::is_empty(dir, ec)) {
-      fs::remove(dir, ec);
-    } else {
-      fs::remove_all(old, ec);
-      fs::rename(dir, old, ec);
-      if (ec) fail(dir, "cannot move the old folder aside: " + ec.message());
-      moved_old = true;
-    }
-  }
-  fs::rename(tmp.path, dir, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    if (moved_old) fs::rename(old, dir, ec);  // put the old one back
-    fail(dir, "cannot rename the new folder into place: " + why);
-  }
-  tmp.keep = true;
-  fsync_dir(parent.empty() ? "." : parent.string());
-  if (moved_old) fs::remove_all(old, ec);
+  write_file_atomic(join_path(out.path(), "meta.json"), meta.dump(2) + "\n");
+  out.commit();
 }
 
 }  // namespace gt

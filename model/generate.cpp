@@ -3,19 +3,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 
 namespace gt {
 
-std::string visible_piece(const std::string& piece) {
-  if (piece.size() == 1) {
-    unsigned char b = static_cast<unsigned char>(piece[0]);
-    if (!(std::isprint(b) || std::isspace(b))) return "";
-  }
-  return piece;
-}
 
 Sampler::Sampler(float temperature, float top_p, uint64_t seed)
     : temperature_(temperature), top_p_(top_p), state_(seed) {

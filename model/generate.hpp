@@ -4,7 +4,6 @@
 // run.c's xorshift generator, so a given seed draws the same coins as run.c.
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "model/llama.hpp"
@@ -23,10 +22,6 @@ struct SamplingParams {
 // on_token). Returns the new tokens.
 std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, const SamplingParams& params,
                               const std::function<void(int32_t)>& on_token);
-
-// What llama2.c's run prints for a decoded piece (its safe_printf): a piece that is one raw
-// byte appears only when printable or whitespace, so stray control bytes never reach a terminal.
-std::string visible_piece(const std::string& piece);
 
 // run.c's sampler on one row of logits (float32, contiguous).
 class Sampler {

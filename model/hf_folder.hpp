@@ -4,6 +4,8 @@
 // Everything is checked against the config before a tensor is touched (the safetensors
 // headers carry names, dtypes and shapes), so a bad folder fails fast with a line that names
 // the file and the tensor or key.
+// Implemented in hf_config.cpp (config.json), hf_weights.cpp (weights and their validation)
+// and hf_save.cpp (the writer); hf_detail.hpp holds what those share.
 #include <torch/types.h>
 
 #include <cstdint>
@@ -39,7 +41,7 @@ std::vector<TensorSpec> expected_llama_tensors(const LlamaConfig& cfg);
 // the weights do not fit in one shard of that size, model-0000i-of-0000n.safetensors plus
 // model.safetensors.index.json. dtype: "fp32", "bf16" or "fp16".
 // The folder is built under a temporary sibling name and renamed into place, so it appears
-// complete or not at all. An existing dir is an error unless overwrite is set (and even then
+// complete or not at all (common/staged_folder.hpp). An existing dir is an error unless overwrite is set (and even then
 // only a model folder or an empty folder is replaced, never an arbitrary directory).
 void save_hf_folder(const std::string& dir, const LlamaConfig& cfg,
                     const std::map<std::string, torch::Tensor>& weights,

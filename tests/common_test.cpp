@@ -1,5 +1,8 @@
-// Config reading (typed values, overrides, unknown keys), the portable generator, atomic files.
+// Config reading (typed values, overrides, unknown keys), the portable generator, atomic files,
+// the POSIX file-system helpers and staged (all-or-nothing) folders.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <fstream>
 #include <sys/stat.h>
@@ -7,8 +10,11 @@
 #include "common/atomic_file.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "common/rng.hpp"
+#include "common/staged_folder.hpp"
 #include "common/train_config.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace {
 
@@ -112,4 +118,151 @@ TEST(AtomicFile, AppearsWholeOrNotAtAll) {
   EXPECT_NE(::stat(p.c_str(), &st), 0);
   gt::write_file_atomic(p, "whole");
   EXPECT_EQ(gt::read_file(p), "whole");
+}
+
+TEST(Fs, RemoveTreeDeletesANestedNonEmptyTreeButNotWhatLinksPointTo) {
+  gt::test::TempDir tmp;
+  gt::make_dirs(tmp.file("a/b/c"));
+  gt::make_dirs(tmp.file("a/b/c"));  // existing: fine
+  gt::write_file_atomic(tmp.file("a/top.txt"), "1");
+  gt::write_file_atomic(tmp.file("a/b/c/deep.txt"), "2");
+  gt::make_dirs(tmp.file("a/b/empty"));
+  gt::write_file_atomic(tmp.file("outside.txt"), "keep");
+  ASSERT_EQ(::symlink(tmp.file("outside.txt").c_str(), tmp.file("a/b/link").c_str()), 0);
+  ASSERT_EQ(::symlink(tmp.path.c_str(), tmp.file("a/loop").c_str()), 0);  // not followed
+  EXPECT_EQ(gt::list_dir(tmp.file("a/b")), (std::vector<std::string>{"c", "empty", "link"}));
+  EXPECT_TRUE(gt::is_empty_directory(tmp.file("a/b/empty")));
+  EXPECT_FALSE(gt::is_empty_directory(tmp.file("a/b")));
+  EXPECT_FALSE(gt::is_empty_directory(tmp.file("a/top.txt")));
+
+  gt::remove_tree(tmp.file("a"));
+  EXPECT_FALSE(gt::path_exists(tmp.file("a")));
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"outside.txt"});
+  EXPECT_EQ(gt::read_file(tmp.file("outside.txt")), "keep");
+  gt::remove_tree(tmp.file("a"));  // absent: no error
+}
+
+TEST(Fs, MakeDirsOnAFileIsAnInputErrorNamingIt) {
+  gt::test::TempDir tmp;
+  gt::write_file_atomic(tmp.file("f"), "x");
+  std::string msg = error_of([&] { gt::make_dirs(tmp.file("f")); });
+  EXPECT_NE(msg.find(tmp.file("f") + ": exists and is not a folder"), std::string::npos) << msg;
+  msg = error_of([&] { gt::make_dirs(tmp.file("f/sub")); });
+  EXPECT_NE(msg.find(tmp.file("f")), std::string::npos) << msg;
+  EXPECT_EQ(gt::read_file(tmp.file("f")), "x");
+}
+
+TEST(Fs, PathPieces) {
+  EXPECT_EQ(gt::join_path("a", "b"), "a/b");
+  EXPECT_EQ(gt::join_path("a/", "b"), "a/b");
+  EXPECT_EQ(gt::parent_path("a/b/c"), "a/b");
+  EXPECT_EQ(gt::parent_path("c"), ".");
+  EXPECT_EQ(gt::parent_path("/c"), "/");
+  EXPECT_EQ(gt::strip_trailing_slashes("out//"), "out");
+  EXPECT_EQ(gt::strip_trailing_slashes("/"), "/");
+}
+
+namespace {
+
+gt::ReplaceRule replace(bool overwrite) {
+  gt::ReplaceRule r;
+  r.overwrite = overwrite;
+  return r;
+}
+
+// A staged folder holding one file with `text`, committed.
+void write_folder(const std::string& dir, const gt::ReplaceRule& rule, const std::string& text) {
+  gt::StagedFolder f(dir, rule);
+  gt::write_file_atomic(gt::join_path(f.path(), "data.txt"), text);
+  f.commit();
+}
+
+}  // namespace
+
+TEST(StagedFolder, CommitReplacesAnOldFolderOnlyWhenAllowed) {
+  gt::test::TempDir tmp;
+  const std::string dir = tmp.file("out");
+  write_folder(dir, replace(false), "one");
+  EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"data.txt"});
+
+  std::string msg = error_of([&] { write_folder(dir, replace(false), "two"); });
+  EXPECT_NE(msg.find(dir + ": already exists and is not empty (pass --overwrite"), std::string::npos) << msg;
+  EXPECT_EQ(gt::read_file(dir + "/data.txt"), "one");
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"out"});
+
+  write_folder(dir + "/", replace(true), "two");
+  EXPECT_EQ(gt::read_file(dir + "/data.txt"), "two");
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"out"});  // no .tmp or .old left
+
+  // An empty folder is taken over without overwrite, unless the rule says otherwise.
+  gt::make_dirs(tmp.file("empty"));
+  write_folder(tmp.file("empty"), replace(false), "x");
+  EXPECT_EQ(gt::read_file(tmp.file("empty/data.txt")), "x");
+  gt::make_dirs(tmp.file("empty2"));
+  gt::ReplaceRule strict = replace(false);
+  strict.empty_needs_overwrite = true;
+  msg = error_of([&] { write_folder(tmp.file("empty2"), strict, "x"); });
+  EXPECT_NE(msg.find("empty2: already exists (pass --overwrite to replace it)"), std::string::npos) << msg;
+
+  // With a marker file, overwrite never replaces a folder without it.
+  gt::ReplaceRule marked = replace(true);
+  marked.marker_file = "config.json";
+  marked.kind = "model folder";
+  msg = error_of([&] { write_folder(dir, marked, "three"); });
+  EXPECT_NE(msg.find(dir + ": exists and is not a model folder (no config.json); not replacing it"), std::string::npos)
+      << msg;
+  EXPECT_EQ(gt::read_file(dir + "/data.txt"), "two");
+  gt::write_file_atomic(dir + "/config.json", "{}");
+  write_folder(dir, marked, "three");
+  EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"data.txt"});
+  EXPECT_EQ(gt::read_file(dir + "/data.txt"), "three");
+
+  // Never a file, even with overwrite; never under a missing parent.
+  gt::write_file_atomic(tmp.file("file"), "f");
+  msg = error_of([&] { write_folder(tmp.file("file"), replace(true), "x"); });
+  EXPECT_NE(msg.find("file: exists and is not a folder"), std::string::npos) << msg;
+  EXPECT_EQ(gt::read_file(tmp.file("file")), "f");
+  msg = error_of([&] { write_folder(tmp.file("no/such/dir"), replace(true), "x"); });
+  EXPECT_NE(msg.find("no/such/dir: parent folder does not exist"), std::string::npos) << msg;
+  EXPECT_EQ(tmp.list(), (std::vector<std::string>{"empty", "empty2", "file", "out"}));
+}
+
+TEST(StagedFolder, AbandonedStagingLeavesNothing) {
+  gt::test::TempDir tmp;
+  const std::string dir = tmp.file("out");
+  {
+    gt::StagedFolder f(dir, replace(false));
+    EXPECT_EQ(f.path(), dir + ".tmp." + std::to_string(::getpid()));
+    gt::make_dirs(f.path() + "/sub");
+    gt::write_file_atomic(f.path() + "/sub/x.txt", "x");
+    EXPECT_FALSE(gt::path_exists(dir));  // nothing at DIR before commit
+  }
+  EXPECT_TRUE(tmp.list().empty());
+
+  // Abandoned while an old folder exists: the old one stays as it was.
+  write_folder(dir, replace(false), "old");
+  {
+    gt::StagedFolder f(dir, replace(true));
+    gt::write_file_atomic(f.path() + "/data.txt", "new");
+  }
+  EXPECT_EQ(gt::read_file(dir + "/data.txt"), "old");
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"out"});
+
+  // A leftover temporary folder of a crashed run with the same pid is cleared first.
+  gt::make_dirs(dir + "2.tmp." + std::to_string(::getpid()) + "/stale");
+  write_folder(dir + "2", replace(false), "fresh");
+  EXPECT_EQ(gt::list_dir(dir + "2"), std::vector<std::string>{"data.txt"});
+  EXPECT_EQ(tmp.list(), (std::vector<std::string>{"out", "out2"}));
+}
+
+TEST(StagedFolder, CommitChecksAgainWhatAppearedMeanwhile) {
+  gt::test::TempDir tmp;
+  const std::string dir = tmp.file("out");
+  gt::StagedFolder f(dir, replace(false));
+  gt::write_file_atomic(f.path() + "/data.txt", "mine");
+  gt::make_dirs(dir);
+  gt::write_file_atomic(dir + "/theirs.txt", "theirs");
+  std::string msg = error_of([&] { f.commit(); });
+  EXPECT_NE(msg.find(dir + ": already exists and is not empty"), std::string::npos) << msg;
+  EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"theirs.txt"});
 }

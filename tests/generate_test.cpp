@@ -25,13 +25,14 @@ std::string run_like(gt::Llama& model, const gt::Tokenizer& tok, const std::stri
                      std::vector<int32_t>* ids_out = nullptr) {
   auto ids = tok.encode(prompt, true, false);
   std::string text;
-  for (size_t i = 1; i < ids.size(); ++i) text += gt::visible_piece(tok.decode_piece(ids[i - 1], ids[i]));
+  auto shown = [](const std::string& p) { return gt::Tokenizer::is_printable_piece(p) ? p : std::string(); };
+  for (size_t i = 1; i < ids.size(); ++i) text += shown(tok.decode_piece(ids[i - 1], ids[i]));
   gt::SamplingParams sp;
   sp.temperature = 0;
   sp.max_new_tokens = n_new;
   int32_t prev = ids.back();
   auto out = gt::generate(model, ids, sp, [&](int32_t id) {
-    text += gt::visible_piece(tok.decode_piece(prev, id));
+    text += shown(tok.decode_piece(prev, id));
     prev = id;
   });
   if (ids_out) *ids_out = out;

@@ -4,11 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -16,42 +13,16 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "model/hf_folder.hpp"
 #include "model/safetensors.hpp"
+#include "tests/temp_dir.hpp"
 
 using json = nlohmann::json;
 
 namespace {
 
-// POSIX, not std::filesystem: in binaries linked with the PyPI libtorch, std::filesystem
-// resolves to libtorch's own copy, whose remove_all crashes on a non-empty folder.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/gt_hf_folder_XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    ::nftw(path.c_str(), [](const char* f, const struct stat*, int, struct FTW*) { return ::remove(f); }, 16,
-           FTW_DEPTH | FTW_PHYS);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  while (dirent* e = d ? ::readdir(d) : nullptr)
-    if (e->d_name[0] != '.') out.push_back(e->d_name);
-  if (d) ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
+using gt::test::TempDir;
 
 gt::LlamaConfig small_config(bool tied = false) {
   gt::LlamaConfig c;
@@ -250,8 +221,8 @@ TEST(HfFolder, RoundTripIsBitExact) {
   auto cfg = small_config();
   auto w = random_weights(cfg);
   gt::save_hf_folder(dir, cfg, w);
-  EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"config.json", "generation_config.json", "model.safetensors"}));
-  EXPECT_EQ(list_dir(tmp.path), std::vector<std::string>{"model"});  // no temporary left behind
+  EXPECT_EQ(gt::list_dir(dir), (std::vector<std::string>{"config.json", "generation_config.json", "model.safetensors"}));
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"model"});  // no temporary left behind
 
   gt::LlamaConfig c = gt::read_hf_config(dir);
   EXPECT_EQ(c.dim, cfg.dim);
@@ -289,7 +260,7 @@ TEST(HfFolder, ShardedRoundTrip) {
   auto w = random_weights(cfg);
   // Embedding and head are 50*16*4 = 3200 bytes; a layer is about 7.4 KB.
   gt::save_hf_folder(dir, cfg, w, "fp32", 4000);
-  auto files = list_dir(dir);
+  auto files = gt::list_dir(dir);
   json index = json::parse(gt::read_file(dir + "/model.safetensors.index.json"));
   int64_t total = 0;
   for (const auto& [name, t] : w) total += t.nbytes();
@@ -299,8 +270,8 @@ TEST(HfFolder, ShardedRoundTrip) {
   EXPECT_GT(shards.size(), 3u);
   const std::string n = std::to_string(shards.size());
   EXPECT_TRUE(shards.count("model-00001-of-" + std::string(5 - n.size(), '0') + n + ".safetensors"));
-  for (const auto& s : shards) EXPECT_TRUE(exists(dir + "/" + s)) << s;
-  EXPECT_FALSE(exists(dir + "/model.safetensors"));
+  for (const auto& s : shards) EXPECT_TRUE(gt::path_exists(dir + "/" + s)) << s;
+  EXPECT_FALSE(gt::path_exists(dir + "/model.safetensors"));
   auto back = gt::read_hf_weights(dir);
   ASSERT_EQ(back.size(), w.size());
   for (const auto& [name, t] : w) EXPECT_TRUE(same_bytes(back.at(name), t)) << name;
@@ -314,7 +285,7 @@ TEST(HfFolder, ExistingTargetIsRefusedUnlessOverwrite) {
   expect_error([&] { gt::save_hf_folder(dir, cfg, random_weights(cfg, 2)); }, {dir, "already exists (pass --overwrite"});
   gt::save_hf_folder(dir + "/", cfg, random_weights(cfg, 2), "fp32", 0, true);
   EXPECT_TRUE(same_bytes(gt::read_hf_weights(dir).at("model.norm.weight"), random_weights(cfg, 2).at("model.norm.weight")));
-  EXPECT_EQ(list_dir(tmp.path), std::vector<std::string>{"m"});
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"m"});
 
   // Overwriting a folder onto itself: the source tensors view files that get replaced.
   gt::save_hf_folder(dir, cfg, gt::read_hf_weights(dir), "fp32", 3000, true);
@@ -326,7 +297,7 @@ TEST(HfFolder, ExistingTargetIsRefusedUnlessOverwrite) {
   std::ofstream(other + "/notes.txt") << "keep me";
   expect_error([&] { gt::save_hf_folder(other, cfg, random_weights(cfg), "fp32", 0, true); },
                {other, "not a model folder"});
-  EXPECT_TRUE(exists(other + "/notes.txt"));
+  EXPECT_TRUE(gt::path_exists(other + "/notes.txt"));
 }
 
 TEST(HfFolder, WriterValidatesBeforeWriting) {
@@ -345,7 +316,7 @@ TEST(HfFolder, WriterValidatesBeforeWriting) {
   expect_error([&] { gt::save_hf_folder(dir, tied, tw); }, {"'lm_head.weight' differs from 'model.embed_tokens.weight'"});
   tw["lm_head.weight"] = tw["model.embed_tokens.weight"].clone();
   gt::save_hf_folder(dir, tied, tw);  // an identical head is the tied one
-  EXPECT_EQ(list_dir(tmp.path), std::vector<std::string>{"m"});
+  EXPECT_EQ(tmp.list(), std::vector<std::string>{"m"});
 }
 
 namespace {

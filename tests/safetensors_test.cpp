@@ -3,47 +3,19 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <dirent.h>
-#include <ftw.h>
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "model/safetensors.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace {
 
-// POSIX, not std::filesystem: in binaries linked with the PyPI libtorch, std::filesystem
-// resolves to libtorch's own copy, whose remove_all crashes on a non-empty folder.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/gt_safetensors_XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    ::nftw(path.c_str(), [](const char* f, const struct stat*, int, struct FTW*) { return ::remove(f); }, 16,
-           FTW_DEPTH | FTW_PHYS);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-  std::vector<std::string> list() const {
-    std::vector<std::string> out;
-    DIR* d = ::opendir(path.c_str());
-    while (dirent* e = d ? ::readdir(d) : nullptr)
-      if (e->d_name[0] != '.') out.push_back(e->d_name);
-    if (d) ::closedir(d);
-    return out;
-  }
-};
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
+using gt::test::TempDir;
 
 bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
@@ -178,7 +150,7 @@ TEST(Safetensors, WriterRejectsBadInput) {
   EXPECT_THROW(gt::save_safetensors(path, {{"a", torch::zeros({1})}, {"a", torch::zeros({1})}}), gt::InputError);
   EXPECT_THROW(gt::save_safetensors(path, {{"__metadata__", torch::zeros({1})}}), gt::InputError);
   EXPECT_THROW(gt::save_safetensors(path, {{"u", torch::Tensor()}}), gt::InputError);
-  EXPECT_FALSE(exists(path));
+  EXPECT_FALSE(gt::path_exists(path));
 }
 
 TEST(SafetensorsBadFiles, MissingOrTooShort) {

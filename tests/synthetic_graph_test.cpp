@@ -1,11 +1,10 @@
 // The embedded synthetic corpus: determinism, the statistics its parameters promise, the
 // folder format, neighbour sampling and splits.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -14,32 +13,22 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "data/graph_sampling.hpp"
 #include "data/sha256.hpp"
 #include "data/synthetic_graph.hpp"
 #include "data/text_features.hpp"
 #include "data/text_graph_io.hpp"
 #include "data/topic_vocabulary.hpp"
+#include "tests/temp_dir.hpp"
 
-namespace fs = std::filesystem;
 using namespace gt;
 
 namespace {
 
 const char* kFiles[] = {"classes.tsv", "nodes.tsv", "edges.tsv", "features.npy", "meta.json"};
 
-// A fresh folder under the system temp dir, removed at the end of the test.
-struct TempRoot {
-  std::string path;
-  TempRoot() {
-    std::string tmpl = (fs::temp_directory_path() / "gt_synth_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempRoot() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using gt::test::TempDir;
 
 std::string folder_digest(const std::string& dir) {
   std::string all;
@@ -91,18 +80,18 @@ TEST(TopicVocabulary, ListsAreDisjointLowerCaseWords) {
 }
 
 TEST(SyntheticGraph, SameSeedWritesIdenticalBytes) {
-  TempRoot root;
+  TempDir root;
   write_text_graph(make_synthetic_graph(small(7)), root.path + "/a");
   write_text_graph(make_synthetic_graph(small(7)), root.path + "/b");
   for (const char* f : kFiles)
     EXPECT_TRUE(read_file(root.path + "/a/" + f) == read_file(root.path + "/b/" + f)) << f;
   // Nothing but the five files, no temporary leftovers beside the folders.
-  EXPECT_EQ(std::distance(fs::directory_iterator(root.path + "/a"), fs::directory_iterator{}), 5);
-  EXPECT_EQ(std::distance(fs::directory_iterator(root.path), fs::directory_iterator{}), 2);
+  EXPECT_EQ(list_dir(root.path + "/a").size(), 5u);
+  EXPECT_EQ(root.list().size(), 2u);
 }
 
 TEST(SyntheticGraph, DifferentSeedDifferentGraph) {
-  TempRoot root;
+  TempDir root;
   write_text_graph(make_synthetic_graph(small(7)), root.path + "/a");
   write_text_graph(make_synthetic_graph(small(8)), root.path + "/b");
   for (const char* f : {"nodes.tsv", "edges.tsv", "features.npy"})
@@ -117,7 +106,7 @@ TEST(SyntheticGraph, GoldenDigest) {
   p.nodes = 60;
   p.classes = 3;
   p.feature_dim = 16;
-  TempRoot root;
+  TempDir root;
   write_text_graph(make_synthetic_graph(p), root.path + "/g");
   EXPECT_EQ(sha256_hex(folder_digest(root.path + "/g")), "5122dd3c0fb1bdc0be43cebdeaa241b4d15e323aacb007f4f1b42aa26924302e") << folder_digest(root.path + "/g");
 }
@@ -417,7 +406,7 @@ TEST(CorpusTexts, NonEmptyDeterministicAndLabelsOnlyWhereAllowed) {
 }
 
 TEST(TextGraphFolder, FormatReadableWithoutGraphtune) {
-  TempRoot root;
+  TempDir root;
   TextGraph g = make_synthetic_graph(small());
   write_text_graph(g, root.path + "/g");
   const std::string dir = root.path + "/g";
@@ -443,22 +432,22 @@ TEST(TextGraphFolder, FormatReadableWithoutGraphtune) {
 }
 
 TEST(TextGraphFolder, RefusesToOverwriteUnlessAsked) {
-  TempRoot root;
+  TempDir root;
   const std::string dir = root.path + "/g";
-  fs::create_directories(dir);
+  make_dirs(dir);
   write_file_atomic(dir + "/keep.txt", "mine");
   TextGraph g = make_synthetic_graph(small());
   EXPECT_THROW(write_text_graph(g, dir), InputError);
   EXPECT_EQ(read_file(dir + "/keep.txt"), "mine");
-  EXPECT_EQ(std::distance(fs::directory_iterator(root.path), fs::directory_iterator{}), 1);  // no temp left
+  EXPECT_EQ(root.list().size(), 1u);  // no temp left
 
   write_text_graph(g, dir + "/", /*overwrite=*/true);
-  EXPECT_FALSE(fs::exists(dir + "/keep.txt"));
-  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
-  EXPECT_EQ(std::distance(fs::directory_iterator(root.path), fs::directory_iterator{}), 1);
+  EXPECT_FALSE(path_exists(dir + "/keep.txt"));
+  EXPECT_TRUE(path_exists(dir + "/meta.json"));
+  EXPECT_EQ(root.list().size(), 1u);
 
   // An existing empty folder is simply filled; missing parents are created.
-  fs::create_directories(root.path + "/empty");
+  make_dirs(root.path + "/empty");
   write_text_graph(g, root.path + "/empty");
   write_text_graph(g, root.path + "/new/deeper/g");
   EXPECT_EQ(folder_digest(root.path + "/empty"), folder_digest(root.path + "/new/deeper/g"));
@@ -468,7 +457,7 @@ TEST(TextGraphFolder, RefusesToOverwriteUnlessAsked) {
 }
 
 TEST(TextGraphFolder, ReadsBackWhatItWrote) {
-  TempRoot root;
+  TempDir root;
   TextGraph g = make_synthetic_graph(small());
   write_text_graph(g, root.path + "/g");
   TextGraph r = read_text_graph(root.path + "/g");
@@ -492,7 +481,7 @@ TEST(TextGraphFolder, ReadsBackWhatItWrote) {
 }
 
 TEST(TextGraphFolder, DamagedFolderIsAnInputErrorNamingTheFile) {
-  TempRoot root;
+  TempDir root;
   const std::string dir = root.path + "/g";
   write_text_graph(make_synthetic_graph(small()), dir);
   auto expect_error_naming = [&](const std::string& file) {
@@ -507,7 +496,7 @@ TEST(TextGraphFolder, DamagedFolderIsAnInputErrorNamingTheFile) {
   write_file_atomic(dir + "/edges.tsv", edges + "1\t1\n");
   expect_error_naming("edges.tsv");  // size differs from meta.json
   write_file_atomic(dir + "/edges.tsv", edges);
-  fs::remove(dir + "/meta.json");
+  std::remove((dir + "/meta.json").c_str());
   expect_error_naming("meta.json");
   write_file_atomic(dir + "/meta.json", "{}");  // no checksums: the content itself is checked
   write_file_atomic(dir + "/edges.tsv", edges + "1\t1\n");

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -18,26 +17,14 @@
 #include "model/llama2c_tokenizer.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
+#include "tests/temp_dir.hpp"
 
 namespace gt {
 namespace {
 
 using Ids = std::vector<int32_t>;
 
-// A fresh temporary folder, removed at the end of the test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/gt_tokenizer_test.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
-};
+using test::TempDir;
 
 // The InputError message of load_tokenizer(path), or "" when it loads.
 std::string load_error(const std::string& path) {

@@ -3,14 +3,13 @@
 // as a Hugging Face folder with its tokenizer, ready for `graphtune generate`.
 #include <torch/torch.h>
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "common/train_config.hpp"
 #include "data/synthetic_graph.hpp"
 #include "model/hf_folder.hpp"
@@ -42,11 +41,6 @@ std::vector<std::string> read_documents(const TrainConfig& cfg) {
   return docs;
 }
 
-void make_dirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
-}
-
 int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
@@ -63,13 +57,16 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   if (cfg.dtype != "fp32") fail(cfg.path + ": [model].dtype", "not supported yet for training: '" + cfg.dtype + "' (fp32 only)");
 
   // Tokenizer and model shape first: cheap, and every mismatch is reported before allocating.
-  std::unique_ptr<Tokenizer> tok = cfg.tokenizer == "bytes" ? byte_tokenizer() : load_tokenizer(cfg.tokenizer);
+  std::string tok_path = cfg.tokenizer;
+  if (tok_path == "auto") {
+    tok_path = cfg.model_path.empty() ? "bytes" : default_tokenizer_path(cfg.model_path);
+    if (tok_path.empty()) fail(cfg.path + ": [model].tokenizer", "the model " + cfg.model_path + " has no tokenizer beside it: name one");
+  }
+  std::unique_ptr<Tokenizer> tok = tok_path == "bytes" ? byte_tokenizer() : load_tokenizer(tok_path);
   LlamaConfig mc;
   if (!cfg.model_path.empty()) {
     mc = read_model_config(cfg.model_path);
-    if (mc.vocab_size != tok->vocab_size())
-      fail(cfg.tokenizer, "tokenizer has " + std::to_string(tok->vocab_size()) + " pieces but the model " +
-                              cfg.model_path + " has a vocabulary of " + std::to_string(mc.vocab_size));
+    check_tokenizer_vocab(*tok, static_cast<int32_t>(mc.vocab_size));
   } else {
     mc.dim = cfg.dim;
     mc.n_layers = cfg.n_layers;

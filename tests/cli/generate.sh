@@ -28,7 +28,7 @@ check "another seed, another sample" bash -c "! cmp -s '$1' $TMP/s8.*.txt"
 
 expect_fail "empty prompt" "--prompt: empty prompt" -- "$GT" generate --model "$M" --tokenizer "$T" --prompt ""
 expect_fail "missing model" "nope.bin: cannot open" -- "$GT" generate --model "$TMP/nope.bin" --tokenizer "$T" --prompt hi
-expect_fail "tokenizer vocab mismatch" "tokenizer.bin: tokenizer has 32000 pieces but the model" -- \
+expect_fail "tokenizer vocab mismatch" "tokenizer.bin: tokenizer vocab 32000 does not match model vocab 512" -- \
   "$GT" generate --model "$M" --tokenizer "$ASSETS/llm/tokenizer.bin" --prompt hi
 head -c 5000 "$M" >"$TMP/trunc.bin"
 expect_fail "truncated model" "trunc.bin: file is 5000 bytes" -- "$GT" generate --model "$TMP/trunc.bin" --tokenizer "$T" --prompt hi

@@ -28,6 +28,19 @@ check "generate reads the trained model back" grep -q '^graph' "$TMP/gen.txt"
   --training.seq_len 32 --job.out_dir "$TMP/b" 2>"$TMP/b.txt" >/dev/null
 check "deterministic losses" cmp <(grep '^step' "$TMP/a.txt" | cut -d'|' -f2) <(grep '^step' "$TMP/b.txt" | cut -d'|' -f2)
 
+# Fine-tuning a model the user has: stories260K (llama2.c) with its tokenizer.
+if [ -d "$ASSETS/llm" ]; then
+  "$GT" train --config "$CFG" --model.path "$ASSETS/llm/stories260K.bin" --model.tokenizer "$ASSETS/llm/tok512.bin" \
+    --training.steps 4 --training.log_every 2 --training.batch_size 2 --training.seq_len 32 \
+    --job.out_dir "$TMP/ft" 2>"$TMP/ft.txt" >/dev/null
+  check "fine-tunes stories260K and writes it back" test -s "$TMP/ft/model/model.safetensors"
+  check "fine-tuning keeps the model's shape" grep -q '"hidden_size": 64' "$TMP/ft/model/config.json"
+  expect_fail "the tokenizer beside a model must match it" "tokenizer vocab 32000 does not match model vocab 512" -- \
+    "$GT" train --config "$CFG" --model.path "$ASSETS/llm/stories260K.bin" --job.out_dir "$TMP/x6"
+else
+  echo "SKIP (part): shared assets not found at $ASSETS: fine-tuning checks not run"
+fi
+
 printf '[training]\nsteps = 10\nstpes = 3\n' >"$TMP/typo.toml"
 expect_fail "unknown key" "typo.toml: [training].stpes: unknown key" -- "$GT" train --config "$TMP/typo.toml" --job.out_dir "$TMP/x1"
 printf '[training]\nsteps = "ten"\n' >"$TMP/type.toml"
@@ -38,5 +51,5 @@ expect_fail "missing config" "nope.toml: cannot open" -- "$GT" train --config "$
 expect_fail "bad override" "command line --optimizer.lr: expected a number, got string" -- "$GT" train --config "$CFG" --optimizer.lr fast --job.out_dir "$TMP/x3"
 expect_fail "stage not there yet" "not supported yet" -- "$GT" train --config "$CFG" --training.stage task --job.out_dir "$TMP/x4"
 expect_fail "seq_len beyond context" "exceeds the model's context" -- "$GT" train --config "$CFG" --training.seq_len 4096 --job.out_dir "$TMP/x5"
-check "failed runs leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 2>/dev/null"
+check "failed runs leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 2>/dev/null"
 finish
