@@ -10,6 +10,7 @@
 #include "common/atomic_file.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "tests/input_error.hpp"
 #include "common/fs.hpp"
 #include "common/rng.hpp"
 #include "common/staged_folder.hpp"
@@ -24,14 +25,6 @@ std::string write_tmp(const std::string& name, const std::string& text) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const gt::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -50,21 +43,21 @@ TEST(Config, TypedValuesDefaultsAndOverrides) {
 TEST(Config, ErrorsNameFileKeyAndExpectedType) {
   auto p = write_tmp("b.toml", "[training]\nsteps = \"ten\"\n");
   gt::ConfigReader r(p);
-  auto msg = error_of([&] { r.get_int("training", "steps", 1); });
+  auto msg = gt::test::input_error_of([&] { r.get_int("training", "steps", 1); });
   EXPECT_NE(msg.find("b.toml: [training].steps: expected an integer, got string"), std::string::npos) << msg;
 
   auto q = write_tmp("c.toml", "[training]\nsteps = 3\nstpes = 4\n");
   gt::ConfigReader r2(q);
   r2.get_int("training", "steps", 1);
-  msg = error_of([&] { r2.finish(); });
+  msg = gt::test::input_error_of([&] { r2.finish(); });
   EXPECT_NE(msg.find("c.toml: [training].stpes: unknown key"), std::string::npos) << msg;
 
   auto bad = write_tmp("d.toml", "[training\nsteps = 3\n");
-  msg = error_of([&] { gt::ConfigReader r3(bad); });
+  msg = gt::test::input_error_of([&] { gt::ConfigReader r3(bad); });
   EXPECT_NE(msg.find("d.toml: not valid TOML"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
 
-  msg = error_of([&] { gt::ConfigReader r4(::testing::TempDir() + "/missing.toml"); });
+  msg = gt::test::input_error_of([&] { gt::ConfigReader r4(::testing::TempDir() + "/missing.toml"); });
   EXPECT_NE(msg.find("missing.toml: cannot open"), std::string::npos) << msg;
 }
 
@@ -75,13 +68,13 @@ TEST(Config, TrainConfigValidatesWholeBeforeUse) {
   EXPECT_EQ(c.batch_size, 3);
   EXPECT_DOUBLE_EQ(c.lr, 0.001);
   EXPECT_EQ(c.out_dir, "runs/graphtune");
-  auto msg = error_of([&] { gt::read_train_config(p, {{"training.steps", "-1"}}); });
+  auto msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.steps", "-1"}}); });
   EXPECT_NE(msg.find("command line --training.steps: must be positive"), std::string::npos) << msg;
-  msg = error_of([&] { gt::read_train_config(p, {{"model.n_kv_heads", "3"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"model.n_kv_heads", "3"}}); });
   EXPECT_NE(msg.find("n_kv_heads: must divide n_heads"), std::string::npos) << msg;
-  msg = error_of([&] { gt::read_train_config(p, {{"training.stage", "graph_matching"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "graph_matching"}}); });
   EXPECT_NE(msg.find("not supported yet"), std::string::npos) << msg;
-  msg = error_of([&] { gt::read_train_config(p, {{"trainin.steps", "3"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"trainin.steps", "3"}}); });
   EXPECT_NE(msg.find("[trainin]: unknown section"), std::string::npos) << msg;
 }
 
@@ -145,9 +138,9 @@ TEST(Fs, RemoveTreeDeletesANestedNonEmptyTreeButNotWhatLinksPointTo) {
 TEST(Fs, MakeDirsOnAFileIsAnInputErrorNamingIt) {
   gt::test::TempDir tmp;
   gt::write_file_atomic(tmp.file("f"), "x");
-  std::string msg = error_of([&] { gt::make_dirs(tmp.file("f")); });
+  std::string msg = gt::test::input_error_of([&] { gt::make_dirs(tmp.file("f")); });
   EXPECT_NE(msg.find(tmp.file("f") + ": exists and is not a folder"), std::string::npos) << msg;
-  msg = error_of([&] { gt::make_dirs(tmp.file("f/sub")); });
+  msg = gt::test::input_error_of([&] { gt::make_dirs(tmp.file("f/sub")); });
   EXPECT_NE(msg.find(tmp.file("f")), std::string::npos) << msg;
   EXPECT_EQ(gt::read_file(tmp.file("f")), "x");
 }
@@ -185,7 +178,7 @@ TEST(StagedFolder, CommitReplacesAnOldFolderOnlyWhenAllowed) {
   write_folder(dir, replace(false), "one");
   EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"data.txt"});
 
-  std::string msg = error_of([&] { write_folder(dir, replace(false), "two"); });
+  std::string msg = gt::test::input_error_of([&] { write_folder(dir, replace(false), "two"); });
   EXPECT_NE(msg.find(dir + ": already exists and is not empty (pass --overwrite"), std::string::npos) << msg;
   EXPECT_EQ(gt::read_file(dir + "/data.txt"), "one");
   EXPECT_EQ(tmp.list(), std::vector<std::string>{"out"});
@@ -201,14 +194,14 @@ TEST(StagedFolder, CommitReplacesAnOldFolderOnlyWhenAllowed) {
   gt::make_dirs(tmp.file("empty2"));
   gt::ReplaceRule strict = replace(false);
   strict.empty_needs_overwrite = true;
-  msg = error_of([&] { write_folder(tmp.file("empty2"), strict, "x"); });
+  msg = gt::test::input_error_of([&] { write_folder(tmp.file("empty2"), strict, "x"); });
   EXPECT_NE(msg.find("empty2: already exists (pass --overwrite to replace it)"), std::string::npos) << msg;
 
   // With a marker file, overwrite never replaces a folder without it.
   gt::ReplaceRule marked = replace(true);
   marked.marker_file = "config.json";
   marked.kind = "model folder";
-  msg = error_of([&] { write_folder(dir, marked, "three"); });
+  msg = gt::test::input_error_of([&] { write_folder(dir, marked, "three"); });
   EXPECT_NE(msg.find(dir + ": exists and is not a model folder (no config.json); not replacing it"), std::string::npos)
       << msg;
   EXPECT_EQ(gt::read_file(dir + "/data.txt"), "two");
@@ -219,10 +212,10 @@ TEST(StagedFolder, CommitReplacesAnOldFolderOnlyWhenAllowed) {
 
   // Never a file, even with overwrite; never under a missing parent.
   gt::write_file_atomic(tmp.file("file"), "f");
-  msg = error_of([&] { write_folder(tmp.file("file"), replace(true), "x"); });
+  msg = gt::test::input_error_of([&] { write_folder(tmp.file("file"), replace(true), "x"); });
   EXPECT_NE(msg.find("file: exists and is not a folder"), std::string::npos) << msg;
   EXPECT_EQ(gt::read_file(tmp.file("file")), "f");
-  msg = error_of([&] { write_folder(tmp.file("no/such/dir"), replace(true), "x"); });
+  msg = gt::test::input_error_of([&] { write_folder(tmp.file("no/such/dir"), replace(true), "x"); });
   EXPECT_NE(msg.find("no/such/dir: parent folder does not exist"), std::string::npos) << msg;
   EXPECT_EQ(tmp.list(), (std::vector<std::string>{"empty", "empty2", "file", "out"}));
 }
@@ -262,7 +255,7 @@ TEST(StagedFolder, CommitChecksAgainWhatAppearedMeanwhile) {
   gt::write_file_atomic(f.path() + "/data.txt", "mine");
   gt::make_dirs(dir);
   gt::write_file_atomic(dir + "/theirs.txt", "theirs");
-  std::string msg = error_of([&] { f.commit(); });
+  std::string msg = gt::test::input_error_of([&] { f.commit(); });
   EXPECT_NE(msg.find(dir + ": already exists and is not empty"), std::string::npos) << msg;
   EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"theirs.txt"});
 }

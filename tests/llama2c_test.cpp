@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/error.hpp"
+#include "tests/input_error.hpp"
 #include "model/llama2c_weights.hpp"
 #include "tests/assets.hpp"
 
@@ -18,14 +19,6 @@ std::string copy_prefix(const std::string& from, const std::string& to, size_t n
   return to;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const gt::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -50,15 +43,15 @@ TEST(Llama2c, RejectsTruncatedAndForeignFiles) {
   const std::string src = dir + "/llm/stories260K.bin";
   const std::string tmp = ::testing::TempDir();
   auto truncated = copy_prefix(src, tmp + "/trunc.bin", 1000);
-  auto msg = error_of([&] { gt::read_llama2c_config(truncated); });
+  auto msg = gt::test::input_error_of([&] { gt::read_llama2c_config(truncated); });
   EXPECT_NE(msg.find("trunc.bin: file is 1000 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   auto tiny = copy_prefix(src, tmp + "/tiny.bin", 10);
-  EXPECT_NE(error_of([&] { gt::read_llama2c_config(tiny); }).find("shorter than the 28-byte"), std::string::npos);
+  EXPECT_NE(gt::test::input_error_of([&] { gt::read_llama2c_config(tiny); }).find("shorter than the 28-byte"), std::string::npos);
   std::ofstream(tmp + "/text.bin") << "this is not a checkpoint at all, only some words";
-  EXPECT_NE(error_of([&] { gt::read_llama2c_config(tmp + "/text.bin"); }).find("not a llama2.c legacy checkpoint"),
+  EXPECT_NE(gt::test::input_error_of([&] { gt::read_llama2c_config(tmp + "/text.bin"); }).find("not a llama2.c legacy checkpoint"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { gt::read_llama2c_config(tmp + "/nope.bin"); }).find("missing"), std::string::npos);
+  EXPECT_NE(gt::test::input_error_of([&] { gt::read_llama2c_config(tmp + "/nope.bin"); }).find("missing"), std::string::npos);
 }
 
 TEST(Llama2c, RotaryPermutationTurnsAdjacentPairsIntoHalves) {
