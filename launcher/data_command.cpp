@@ -1,11 +1,16 @@
 // `graphtune data ...`: making and preparing data sets. Each subcommand registers itself on the
 // `data` command below; `synth` writes the embedded synthetic citation graph
-// (docs/embedded-corpus.md).
+// (docs/embedded-corpus.md); `build` writes GraphGPT instruction records
+// (data/instruction_builder.hpp).
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
+#include "data/cora_ml.hpp"
+#include "data/instruction_builder.hpp"
 #include "data/synthetic_graph.hpp"
 #include "data/text_graph_io.hpp"
 #include "launcher/commands.hpp"
@@ -53,11 +58,70 @@ static void add_synth_command(CLI::App& data, int& exit_code) {
   });
 }
 
+static void add_build_command(CLI::App& data, int& exit_code) {
+  struct Args {
+    std::string graph, task, split = "train", out;
+    bool overwrite = false;
+    InstructionBuildOptions o;
+  };
+  auto args = std::make_shared<Args>();
+  InstructionBuildOptions& o = args->o;
+  CLI::App* sub = data.add_subcommand("build", "write GraphGPT instruction records (JSON) from a graph");
+  sub->add_option("--graph", args->graph, "'embedded', a graphtune text-graph folder or a cora_ml folder")->required();
+  sub->add_option("--task", args->task, "graph_matching, node_classification or link_prediction")->required();
+  sub->add_option("--out", args->out, "output JSON file")->required();
+  sub->add_option("--split", args->split, "train, val or test")->capture_default_str();
+  sub->add_option("--hops", o.hops, "subgraph hops")->capture_default_str();
+  sub->add_option("--fanout", o.fanout, "neighbours drawn per node and hop")->capture_default_str();
+  sub->add_option("--max-nodes", o.max_nodes, "keep the first N nodes of each subgraph (0: all)")->capture_default_str();
+  sub->add_option("--seed", o.seed, "sampling, shuffles and negatives; the same seed gives the same bytes")
+      ->capture_default_str();
+  sub->add_option("--split-seed", o.split_seed, "node split and held-out edges (keep it fixed across splits)")
+      ->capture_default_str();
+  sub->add_option("--train-frac", o.train_frac, "share of each class's nodes in train")->capture_default_str();
+  sub->add_option("--val-frac", o.val_frac, "share of each class's nodes in val (test: the rest)")->capture_default_str();
+  sub->add_option("--edge-val-frac", o.edge_val_frac, "share of links held out for val")->capture_default_str();
+  sub->add_option("--edge-test-frac", o.edge_test_frac, "share of links held out for test")->capture_default_str();
+  sub->add_option("--max-records", o.max_records, "at most N records (0: all)")->capture_default_str();
+  sub->add_flag("--overwrite", args->overwrite, "replace an existing output file");
+
+  sub->callback([args, &exit_code] {
+    // Every refusal comes before the graph is loaded or anything is written.
+    InstructionBuildOptions& o = args->o;
+    o.task = parse_instruction_task(args->task);
+    o.split = parse_split_part(args->split);
+    validate(o);
+    if (is_directory(args->out)) fail("--out", args->out + " is a folder (want a JSON file name)");
+    if (path_exists(args->out) && !args->overwrite)
+      fail("--out", args->out + " exists (add --overwrite to replace it)");
+    if (args->graph != "embedded" && !is_directory(args->graph))
+      fail("--graph", args->graph + ": no such folder (want 'embedded', a graphtune text-graph folder or a cora_ml folder)");
+    TextGraph g = load_graph(args->graph);
+    std::vector<BuiltInstruction> records = build_instructions(g, o);
+    const std::string parent = parent_path(args->out);
+    if (!path_exists(parent)) make_dirs(parent);
+    write_instructions(args->out, records_of(records));
+    size_t yes = 0, nodes = 0;
+    for (const auto& r : records) {
+      if (r.label == 1) ++yes;
+      for (const auto& b : r.graphs) nodes += b.node_list.size();
+    }
+    const size_t graphs = records.empty() ? 0 : records.size() * records[0].graphs.size();
+    std::string extra;
+    if (o.task == InstructionTask::kLinkPrediction)
+      extra = ", " + std::to_string(yes) + " yes / " + std::to_string(records.size() - yes) + " no";
+    std::fprintf(stderr, "graphtune data build: wrote %s: %zu %s records (%s split of %s, %d nodes)%s, %.1f nodes per subgraph\n",
+                 args->out.c_str(), records.size(), instruction_task_name(o.task), split_part_name(o.split),
+                 g.name.c_str(), g.num_nodes(), extra.c_str(), graphs ? static_cast<double>(nodes) / graphs : 0.0);
+    exit_code = 0;
+  });
+}
+
 void add_data_command(CLI::App& app, int& exit_code) {
   CLI::App* data = app.add_subcommand("data", "make and prepare data sets");
   data->require_subcommand(1);
   add_synth_command(*data, exit_code);
-  // `data build` (instruction records) registers here too.
+  add_build_command(*data, exit_code);
 }
 
 }  // namespace gt

@@ -1,0 +1,226 @@
+// vicuna_v1_1 template, graph-marker expansion, and tokenisation with the loss mask built turn by
+// turn (docs/graphgpt-data.md explains the choices).
+#include "data/conversation.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "model/tokenizer.hpp"
+
+namespace gt {
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+size_t count_markers(const std::string& text) {
+  size_t n = 0;
+  const std::string m = kGraphMarker;
+  for (size_t pos = text.find(m); pos != std::string::npos; pos = text.find(m, pos + m.size())) ++n;
+  return n;
+}
+
+// GraphGPT's three tokens, which must be registered special tokens of the tokenizer.
+struct GraphTokenIds {
+  int32_t patch, start, end;
+};
+
+GraphTokenIds graph_token_ids(const Tokenizer& tok) {
+  int32_t ids[3];
+  const char* names[3] = {"<g_patch>", "<g_start>", "<g_end>"};
+  for (int i = 0; i < 3; ++i) {
+    ids[i] = tok.piece_to_id(names[i]);
+    if (ids[i] < 0 || tok.encode(names[i], false, false) != std::vector<int32_t>{ids[i]})
+      fail(tok.source(), std::string("GraphGPT's special token ") + names[i] +
+                             " is not registered (add <g_patch>, <g_start>, <g_end> first)");
+  }
+  return {ids[0], ids[1], ids[2]};
+}
+
+// The ids of text as it continues after a token (no SentencePiece dummy prefix), which is how
+// the tokenizer treats text after a special token (model/tokenizer.hpp, HF legacy=False):
+// encode "<g_end>" + text and drop the <g_end>.
+std::vector<int32_t> encode_continuation(const Tokenizer& tok, const GraphTokenIds& g,
+                                         const std::string& text) {
+  std::vector<int32_t> ids = tok.encode("<g_end>" + text, false, false);
+  if (ids.empty() || ids[0] != g.end)
+    throw std::logic_error("encode_continuation: the sentinel <g_end> did not come first");
+  ids.erase(ids.begin());
+  return ids;
+}
+
+std::string record_where(const InstructionRecord& r) { return "record id " + quoted(r.id); }
+
+}  // namespace
+
+std::string vicuna_v1_1_prompt(const std::vector<Turn>& turns) {
+  // FastChat Conversation.get_prompt(), SeparatorStyle.TWO.
+  const std::string seps[2] = {kVicunaSep, kVicunaSep2};
+  std::string ret = std::string(kVicunaSystem) + seps[0];
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const char* want = i % 2 == 0 ? "human" : "gpt";
+    if (turns[i].from != want)
+      fail("conversation", "turn " + std::to_string(i) + " is from " + quoted(turns[i].from) +
+                               " where \"" + want + "\" is due (human, gpt, ... from human)");
+    const std::string role = i % 2 == 0 ? kVicunaUser : kVicunaAssistant;
+    if (!turns[i].value.empty())
+      ret += role + ": " + turns[i].value + seps[i % 2];
+    else
+      ret += role + ":";
+  }
+  return ret;
+}
+
+std::string expand_graph_markers(const std::string& text, const std::vector<int64_t>& node_counts) {
+  const size_t markers = count_markers(text);
+  if (markers != node_counts.size())
+    fail("<graph> markers", "the text holds " + std::to_string(markers) + " but " +
+                                std::to_string(node_counts.size()) + " graph node counts were given");
+  const std::string m = kGraphMarker;
+  std::string out;
+  size_t pos = 0, k = 0;
+  for (size_t at = text.find(m); at != std::string::npos; at = text.find(m, pos)) {
+    if (node_counts[k] < 1)
+      fail("<graph> markers", "graph " + std::to_string(k) + " has " +
+                                  std::to_string(node_counts[k]) + " nodes (at least 1)");
+    out.append(text, pos, at - pos);
+    out += "<g_start>";
+    for (int64_t i = 0; i < node_counts[k]; ++i) out += "<g_patch>";
+    out += "<g_end>";
+    pos = at + m.size();
+    ++k;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+TokenizedExample tokenize_conversation(const InstructionRecord& record,
+                                       const std::vector<int64_t>& graph_node_counts,
+                                       const Tokenizer& tok, int64_t max_len) {
+  const std::string where = record_where(record);
+  validate_instruction(record, "");
+  if (max_len < 1) fail(where, "max_len " + std::to_string(max_len) + " must be at least 1");
+  if (graph_node_counts.size() != record.graphs.size())
+    fail(where, std::to_string(graph_node_counts.size()) + " graph node counts for " +
+                    std::to_string(record.graphs.size()) + " graphs");
+  for (size_t k = 0; k < graph_node_counts.size(); ++k)
+    if (graph_node_counts[k] < 1)
+      fail(where, "graph " + std::to_string(k) + " has " + std::to_string(graph_node_counts[k]) +
+                      " nodes (at least 1)");
+  if (tok.bos_id() < 0 || tok.eos_id() < 0)
+    fail(tok.source(), "the tokenizer needs BOS and EOS tokens for vicuna_v1_1");
+  const GraphTokenIds g = graph_token_ids(tok);
+
+  TokenizedExample ex;
+  auto append = [&](const std::vector<int32_t>& ids, bool learned) {
+    for (int32_t id : ids) {
+      ex.input_ids.push_back(id);
+      ex.labels.push_back(learned ? id : kIgnoreIndex);
+    }
+  };
+
+  // Turn by turn. Round r's human part is "[system ]USER: q ASSISTANT:" (ignored), its answer
+  // " a" (learned: the space belongs to the answer's first piece, as SentencePiece attaches
+  // spaces to the following word), then EOS for "</s>" (learned). The first part starts the
+  // text (BOS, dummy prefix); every later part continues after a token (no dummy prefix).
+  const auto& turns = record.conversations;
+  std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
+  size_t next_graph = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    if (i % 2 == 0) {
+      const size_t m = count_markers(turns[i].value);
+      std::vector<int64_t> counts(graph_node_counts.begin() + next_graph,
+                                  graph_node_counts.begin() + next_graph + m);
+      next_graph += m;
+      const std::string q = expand_graph_markers(turns[i].value, counts);
+      expanded.push_back({turns[i].from, q});
+      std::string h = std::string(i == 0 ? std::string(kVicunaSystem) + kVicunaSep : "") +
+                      kVicunaUser + ": " + q + kVicunaSep;
+      if (i + 1 < turns.size()) h += std::string(kVicunaAssistant) + ":";
+      append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
+    } else {
+      expanded.push_back(turns[i]);
+      append(encode_continuation(tok, g, " " + turns[i].value), true);
+      append({tok.eos_id()}, true);
+    }
+  }
+
+  // The whole prompt, tokenised as the reference's tokenizer does it (with "</s>" as the EOS
+  // special token and no dummy prefix after it), must give the same ids; otherwise a token
+  // straddles a mask boundary and no correct mask exists for the reference's ids.
+  {
+    const std::string prompt = vicuna_v1_1_prompt(expanded);
+    const std::string sep2 = kVicunaSep2;
+    std::vector<int32_t> whole;
+    size_t pos = 0;
+    bool first = true;
+    while (true) {
+      size_t at = prompt.find(sep2, pos);
+      std::string chunk = prompt.substr(pos, at == std::string::npos ? std::string::npos : at - pos);
+      std::vector<int32_t> ids = first ? tok.encode(chunk, true, false) : encode_continuation(tok, g, chunk);
+      whole.insert(whole.end(), ids.begin(), ids.end());
+      first = false;
+      if (at == std::string::npos) break;
+      whole.push_back(tok.eos_id());
+      pos = at + sep2.size();
+    }
+    if (whole != ex.input_ids) {
+      size_t k = 0;
+      while (k < whole.size() && k < ex.input_ids.size() && whole[k] == ex.input_ids[k]) ++k;
+      fail(where, "tokenization mismatch: the whole prompt gives " + std::to_string(whole.size()) +
+                      " tokens, turn by turn gives " + std::to_string(ex.input_ids.size()) +
+                      ", first difference at token " + std::to_string(k) +
+                      " (a token spans a turn boundary; the loss mask would be wrong)");
+    }
+  }
+
+  // Graph spans: each <g_start> <g_patch>xN <g_end>, in order.
+  for (size_t p = 0; p < ex.input_ids.size(); ++p) {
+    if (ex.input_ids[p] != g.start) continue;
+    size_t s = p + 1, e = s;
+    while (e < ex.input_ids.size() && ex.input_ids[e] == g.patch) ++e;
+    const size_t k = ex.graph_spans.size();
+    if (e >= ex.input_ids.size() || ex.input_ids[e] != g.end || k >= graph_node_counts.size() ||
+        static_cast<int64_t>(e - s) != graph_node_counts[k])
+      fail(where, "graph " + std::to_string(k) + "'s tokens are not <g_start> <g_patch> x " +
+                      (k < graph_node_counts.size() ? std::to_string(graph_node_counts[k]) : "?") +
+                      " <g_end>");
+    ex.graph_spans.push_back({static_cast<int64_t>(s), static_cast<int64_t>(e)});
+    p = e;
+  }
+  if (ex.graph_spans.size() != graph_node_counts.size())
+    fail(where, std::to_string(ex.graph_spans.size()) + " graphs in the tokens, " +
+                    std::to_string(graph_node_counts.size()) + " expected");
+
+  // Truncation at max_len (the reference's model_max_length). A graph must stay whole: its
+  // patch positions receive the node embeddings.
+  if (static_cast<int64_t>(ex.input_ids.size()) > max_len) {
+    for (size_t k = 0; k < ex.graph_spans.size(); ++k)
+      if (ex.graph_spans[k][1] + 1 > max_len)  // its <g_end> is at graph_spans[k][1]
+        fail(where, "the conversation is " + std::to_string(ex.input_ids.size()) +
+                        " tokens and max_len " + std::to_string(max_len) + " cuts graph " +
+                        std::to_string(k) + " (tokens " + std::to_string(ex.graph_spans[k][0] - 1) +
+                        ".." + std::to_string(ex.graph_spans[k][1]) + ")");
+    ex.input_ids.resize(static_cast<size_t>(max_len));
+    ex.labels.resize(static_cast<size_t>(max_len));
+    ex.truncated = true;
+  }
+  return ex;
+}
+
+void pad_example(TokenizedExample& example, int64_t length, int32_t pad_id) {
+  if (length < static_cast<int64_t>(example.input_ids.size()))
+    throw std::invalid_argument("pad_example: length " + std::to_string(length) +
+                                " is shorter than the example (" +
+                                std::to_string(example.input_ids.size()) + ")");
+  example.input_ids.resize(static_cast<size_t>(length), pad_id);
+  example.labels.resize(static_cast<size_t>(length), kIgnoreIndex);
+}
+
+}  // namespace gt

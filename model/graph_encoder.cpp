@@ -1,0 +1,205 @@
+#include "model/graph_encoder.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "model/graph_projector.hpp"
+#include "model/safetensors.hpp"
+
+namespace gt {
+
+namespace {
+
+// Registers `t` under a dotted checkpoint name ("gtLayers.0.norm.weight") by creating plain
+// intermediate modules, so named_parameters() yields the names as they are.
+torch::Tensor add_param(torch::nn::Module& root, const std::string& dotted, torch::Tensor t) {
+  torch::nn::Module* m = &root;
+  size_t start = 0;
+  for (size_t dot; (dot = dotted.find('.', start)) != std::string::npos; start = dot + 1) {
+    std::string part = dotted.substr(start, dot - start);
+    auto children = m->named_children();
+    if (auto* found = children.find(part)) {
+      m = found->get();
+    } else {
+      m = m->register_module(part, std::make_shared<torch::nn::Module>()).get();
+    }
+  }
+  return m->register_parameter(dotted.substr(start), std::move(t));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::string GraphEncoderConfig::problem() const {
+  std::ostringstream ss;
+  if (gnn_input <= 0) ss << "gnn_input must be positive, got " << gnn_input;
+  else if (att_d_model <= 0) ss << "att_d_model must be positive, got " << att_d_model;
+  else if (gnn_output <= 0) ss << "gnn_output must be positive, got " << gnn_output;
+  else if (gt_layers < 0) ss << "gt_layers must not be negative, got " << gt_layers;
+  else if (head <= 0 || att_d_model % head != 0)
+    ss << "head (" << head << ") must be positive and divide att_d_model (" << att_d_model << ")";
+  else if (!(dropout >= 0.0 && dropout < 1.0)) ss << "dropout must be in [0, 1), got " << dropout;
+  return ss.str();
+}
+
+GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
+  if (auto p = cfg.problem(); !p.empty()) fail("graph encoder config", p);
+  const int64_t D = cfg.att_d_model;
+  auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
+  w_pos_ = add_param(*this, "W_pos", mk({1, D}));
+  w_p_w_ = add_param(*this, "W_P.weight", mk({D, cfg.gnn_input}));
+  w_p_b_ = add_param(*this, "W_P.bias", mk({D}));
+  for (int64_t i = 0; i < cfg.gt_layers; ++i) {
+    const std::string p = "gtLayers." + std::to_string(i) + ".";
+    q_.push_back(add_param(*this, p + "qTrans", mk({D, D})));
+    k_.push_back(add_param(*this, p + "kTrans", mk({D, D})));
+    v_.push_back(add_param(*this, p + "vTrans", mk({D, D})));
+    if (cfg.att_norm) {
+      norm_w_.push_back(add_param(*this, p + "norm.weight", mk({D})));
+      norm_b_.push_back(add_param(*this, p + "norm.bias", mk({D})));
+    }
+  }
+  inv_w_ = add_param(*this, "inverW_P.weight", mk({cfg.gnn_output, D}));
+  inv_b_ = add_param(*this, "inverW_P.bias", mk({cfg.gnn_output}));
+  init_weights(0);
+}
+
+void GraphEncoderImpl::init_weights(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto uniform = [&](torch::Tensor& p, double bound) {
+    p.copy_(torch::empty(p.sizes(), torch::kFloat32).uniform_(-bound, bound, gen));
+  };
+  uniform(w_pos_, 0.02);
+  // nn.Linear's default: weight and bias uniform(+-1/sqrt(fan_in)).
+  const double bp = 1.0 / std::sqrt(static_cast<double>(cfg_.gnn_input));
+  uniform(w_p_w_, bp);
+  uniform(w_p_b_, bp);
+  const double bx = std::sqrt(6.0 / (2.0 * cfg_.att_d_model));  // xavier uniform, square matrix
+  for (size_t i = 0; i < q_.size(); ++i) {
+    uniform(q_[i], bx);
+    uniform(k_[i], bx);
+    uniform(v_[i], bx);
+  }
+  for (auto& w : norm_w_) w.fill_(1.0);
+  for (auto& b : norm_b_) b.zero_();
+  const double bi = 1.0 / std::sqrt(static_cast<double>(cfg_.att_d_model));
+  uniform(inv_w_, bi);
+  uniform(inv_b_, bi);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> GraphEncoderImpl::named_weights() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void GraphEncoderImpl::load_weights(const std::map<std::string, torch::Tensor>& weights,
+                                    const std::string& source, const std::string& prefix) {
+  auto mine = named_weights();
+  for (const auto& [name, t] : weights) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;  // outside the prefix: not ours
+    bool known = false;
+    for (const auto& m : mine) known |= prefix + m.first == name;
+    if (!known) fail(source, "unexpected tensor '" + name + "' for this graph encoder config");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : mine) {
+    auto it = weights.find(prefix + name);
+    if (it == weights.end()) fail(source, "missing tensor '" + prefix + name + "'");
+    const torch::Tensor& t = it->second;
+    if (t.sizes() != p.sizes()) {
+      std::ostringstream ss;
+      ss << "tensor '" << prefix << name << "' has shape " << t.sizes() << ", the graph encoder needs " << p.sizes();
+      fail(source, ss.str());
+    }
+    if (!t.is_floating_point()) fail(source, "tensor '" + prefix + name + "' is not floating point");
+    p.copy_(t);
+  }
+}
+
+void GraphEncoderImpl::load_file(const std::string& path, const std::string& prefix) {
+  if (ends_with(path, ".safetensors")) {
+    load_weights(load_safetensors(path), path, prefix);
+  } else {
+    load_weights(load_torch_state_dict(path), path, prefix);
+  }
+}
+
+void GraphEncoderImpl::save_safetensors(const std::string& path) const {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (auto& [name, p] : named_weights()) tensors.emplace_back(name, p.detach());
+  gt::save_safetensors(path, tensors);
+}
+
+torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_nodes, const torch::Device& device,
+                                 const std::string& where) {
+  if (!edge_index.defined()) fail(where, "edge_index is missing");
+  if (edge_index.dim() != 2 || edge_index.size(0) != 2) {
+    std::ostringstream ss;
+    ss << "edge_index must have shape [2, E], got " << edge_index.sizes();
+    fail(where, ss.str());
+  }
+  if (!at::isIntegralType(edge_index.scalar_type(), /*includeBool=*/false)) {
+    fail(where, std::string("edge_index must hold integers, got dtype ") + c10::toString(edge_index.scalar_type()));
+  }
+  auto ei = edge_index.to(device, torch::kInt64).contiguous();
+  if (ei.numel() > 0) {
+    const int64_t lo = ei.min().item<int64_t>(), hi = ei.max().item<int64_t>();
+    if (lo < 0 || hi >= n_nodes) {
+      std::ostringstream ss;
+      ss << "edge_index holds node " << (lo < 0 ? lo : hi) << ", outside [0, " << n_nodes << ") for a graph of "
+         << n_nodes << " nodes";
+      fail(where, ss.str());
+    }
+  }
+  return ei;
+}
+
+torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index) {
+  const std::string where = "graph encoder input";
+  if (!x_in.defined() || x_in.dim() != 2) {
+    std::ostringstream ss;
+    ss << "node features must have shape [N, " << cfg_.gnn_input << "], got "
+       << (x_in.defined() ? x_in.sizes() : torch::IntArrayRef{});
+    fail(where, ss.str());
+  }
+  if (x_in.size(1) != cfg_.gnn_input) {
+    fail(where, "node features have width " + std::to_string(x_in.size(1)) + ", the graph encoder needs gnn_input=" +
+                    std::to_string(cfg_.gnn_input));
+  }
+  if (!x_in.is_floating_point()) fail(where, "node features must be floating point");
+  const int64_t N = x_in.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
+  auto ei = checked_edge_index(edge_index, N, w_p_w_.device(), where);
+  auto rows = ei[0], cols = ei[1];
+  const int64_t E = rows.size(0);
+
+  auto x = x_in.to(w_p_w_.device(), w_p_w_.scalar_type());
+  auto z = torch::linear(x, w_p_w_, w_p_b_);
+  if (cfg_.if_pos) z = z + w_pos_;
+  z = torch::dropout(z, cfg_.dropout, is_training());
+  for (int64_t i = 0; i < cfg_.gt_layers; ++i) {
+    auto row_z = z.index_select(0, rows), col_z = z.index_select(0, cols);
+    auto q = torch::matmul(row_z, q_[i]).view({E, H, dh});
+    auto k = torch::matmul(col_z, k_[i]).view({E, H, dh});
+    auto v = torch::matmul(col_z, v_[i]).view({E, H, dh});
+    auto att = (q * k).sum(-1).clamp(-10.0, 10.0).exp();  // [E, H]
+    auto denom = torch::zeros({N, H}, att.options()).index_add(0, rows, att).index_select(0, rows);
+    att = att / (denom + 1e-8);
+    auto msg = (att.unsqueeze(-1) * v).reshape({E, D});
+    auto res = torch::zeros({N, D}, msg.options()).index_add(0, rows, msg) + z;
+    if (cfg_.att_norm) {
+      res = torch::layer_norm(res, {D}, norm_w_[i], norm_b_[i], 1e-6);
+    }
+    z = res;
+  }
+  return torch::linear(z, inv_w_, inv_b_);
+}
+
+}  // namespace gt

@@ -1,0 +1,90 @@
+#pragma once
+// GraphGPT's graph encoder ("graph transformer", graphgpt/model/graph_layers/graph_transformer.py
+// in HKUDS/GraphGPT) in libtorch:
+//
+//   z = dropout(W_P x [+ W_pos when if_pos]),  dropout 0.1, training mode only
+//   gt_layers times, for every edge (r, c) of edge_index:
+//     q = z[r] qTrans, k = z[c] kTrans, v = z[c] vTrans      (x @ M: the matrices are [in, out])
+//     a = exp(clamp(<q, k> per head, -10, 10))                 (no 1/sqrt(d) scaling)
+//     a = a / (sum of a over the edges with the same r + 1e-8)
+//     z = LayerNorm_eps1e-6(z + sum over edges into r of a * v)   (norm only when att_norm)
+//   out = inverW_P z
+//
+// Parameter names are those of the released checkpoint's state dict (GraphGPT loads it with a
+// strict load_state_dict, after taking the `gnn.` sub-dict of the CLIP model in
+// clip_gt_arxiv_pub.pkl):
+//   W_pos [1, att_d_model]        (present even when if_pos is false, as in GraphGPT)
+//   W_P.weight [att_d_model, gnn_input], W_P.bias [att_d_model]
+//   gtLayers.{i}.qTrans / kTrans / vTrans [att_d_model, att_d_model]
+//   gtLayers.{i}.norm.weight / norm.bias [att_d_model]          (when att_norm)
+//   inverW_P.weight [gnn_output, att_d_model], inverW_P.bias [gnn_output]
+#include <torch/types.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gt {
+
+struct GraphEncoderConfig {
+  int64_t gnn_input = 128;
+  int64_t att_d_model = 128;
+  int64_t gnn_output = 128;
+  int64_t gt_layers = 3;
+  int64_t head = 8;
+  bool att_norm = true;
+  bool if_pos = false;   // GraphGPT's clip_gt checkpoints run without the positional row
+  double dropout = 0.1;  // after W_P, training mode only
+  std::string problem() const;  // "" when consistent, else what is wrong
+};
+
+class GraphEncoderImpl : public torch::nn::Module {
+ public:
+  explicit GraphEncoderImpl(const GraphEncoderConfig& cfg = {});
+
+  const GraphEncoderConfig& config() const { return cfg_; }
+
+  // x: node features [N, gnn_input] (any floating dtype; computed in the weights' dtype and
+  // device); edge_index: [2, E] integer, row 0 = the receiving node r, row 1 = the sending node c.
+  // Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
+  // widths), a malformed edge_index, or an index outside [0, N).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index);
+
+  // Fresh weights as GraphGPT initialises them (xavier-uniform attention matrices, W_pos
+  // uniform(-0.02, 0.02), Linear layers PyTorch-default, norms at 1/0); deterministic in seed.
+  void init_weights(uint64_t seed);
+
+  // The parameters by checkpoint name, in a stable order.
+  std::vector<std::pair<std::string, torch::Tensor>> named_weights() const;
+
+  // Copies the tensors named `prefix` + checkpoint name into the model. With an empty prefix
+  // every tensor of `weights` must be one of the model's; with a prefix ("gnn." for the CLIP
+  // state dict, "model.graph_tower." for a GraphLlama checkpoint) the others are ignored.
+  // Every expected name must be present with the expected shape; floating dtypes convert.
+  // Errors name `source` and the tensor.
+  void load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source,
+                    const std::string& prefix = "");
+  // load_weights from a file: .safetensors, or else a torch.save'd dict of tensors (.pkl/.bin/.pt).
+  void load_file(const std::string& path, const std::string& prefix = "");
+  // Writes named_weights() as safetensors (atomically), loadable by load_file and by Python's
+  // graph_transformer.load_state_dict(safetensors.torch.load_file(path)).
+  void save_safetensors(const std::string& path) const;
+
+ private:
+  GraphEncoderConfig cfg_;
+  torch::Tensor w_pos_, w_p_w_, w_p_b_, inv_w_, inv_b_;
+  std::vector<torch::Tensor> q_, k_, v_, norm_w_, norm_b_;
+};
+TORCH_MODULE(GraphEncoder);
+
+// Validates edge_index against n_nodes and returns it as a contiguous int64 tensor on `device`.
+// InputError(where, ...) on a shape other than [2, E], a non-integer dtype, or an index outside
+// [0, n_nodes) (naming the offending value).
+torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_nodes, const torch::Device& device,
+                                 const std::string& where);
+
+}  // namespace gt

@@ -1,0 +1,67 @@
+#pragma once
+// GraphGPT's projector: one Linear(graph_hidden_size -> LLM hidden) with bias, mapping each
+// encoded node to one graph token. GraphGPT's stage 1 stores it as `graph_projector.bin`, a
+// torch.save'd dict {"model.graph_projector.weight": [D, G], "model.graph_projector.bias": [D]},
+// which stage 2 and inference load with torch.load. graphtune writes that file with
+// torch::pickle_save (which Python's torch.load reads) and reads Python-written ones with
+// torch::pickle_load.
+#include <torch/types.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gt {
+
+inline constexpr const char* kGraphProjectorWeight = "model.graph_projector.weight";
+inline constexpr const char* kGraphProjectorBias = "model.graph_projector.bias";
+
+class GraphProjectorImpl : public torch::nn::Module {
+ public:
+  GraphProjectorImpl(int64_t graph_hidden, int64_t llm_dim);
+
+  int64_t graph_hidden() const { return weight_.size(1); }
+  int64_t llm_dim() const { return weight_.size(0); }
+
+  // [..., graph_hidden] -> [..., llm_dim], in the weights' dtype.
+  torch::Tensor forward(const torch::Tensor& node_embeds);
+
+  // PyTorch's nn.Linear initialisation, deterministic in seed.
+  void init_weights(uint64_t seed);
+
+  // {kGraphProjectorWeight, weight}, {kGraphProjectorBias, bias}.
+  std::vector<std::pair<std::string, torch::Tensor>> named_weights() const;
+  // Exactly those two names with this projector's shapes; floating dtypes convert. Errors name
+  // `source` and the tensor.
+  void load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source);
+
+  const torch::Tensor& weight() const { return weight_; }
+  const torch::Tensor& bias() const { return bias_; }
+
+ private:
+  torch::Tensor weight_, bias_;
+};
+TORCH_MODULE(GraphProjector);
+
+// GraphGPT's graph_projector.bin: written atomically, readable by Python's torch.load
+// (weights_only too). Tensors go to the CPU, contiguous, in their current dtype.
+void save_graph_projector_bin(const std::string& path, const GraphProjector& projector);
+// Reads a graph_projector.bin written by Python's torch.save or by save_graph_projector_bin;
+// the projector's shapes come from the file. InputError naming the file on anything else.
+GraphProjector load_graph_projector_bin(const std::string& path);
+// The same two tensors as safetensors (model/safetensors.hpp).
+void save_graph_projector_safetensors(const std::string& path, const GraphProjector& projector);
+GraphProjector load_graph_projector_safetensors(const std::string& path);
+
+// A torch.save'd dict of tensors (Python's zip format, or torch::pickle_save output) by name,
+// on the CPU. Nested values or non-tensor values are an InputError naming the file and key.
+std::map<std::string, torch::Tensor> load_torch_state_dict(const std::string& path);
+// The inverse, through AtomicFile; Python's torch.load reads it back as a dict of tensors.
+void save_torch_state_dict(const std::string& path,
+                           const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+
+}  // namespace gt

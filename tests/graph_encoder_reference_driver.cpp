@@ -1,0 +1,47 @@
+// graphtune's side of tests/test_graph_encoder_reference.py: the Python test writes weights,
+// inputs and a Python-saved graph_projector.bin into DIR; this computes graphtune's outputs into
+// the same folder, and the Python test compares them with its independent implementation.
+// A separate program (not a gtest) so that ctest lists no test that only ever skips.
+#include <torch/torch.h>
+
+#include <cstdio>
+
+#include "common/error.hpp"
+#include "model/graph_encoder.hpp"
+#include "model/graph_projector.hpp"
+#include "model/safetensors.hpp"
+#include "tests/input_error.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  auto in = gt::load_safetensors(dir + "/inputs.safetensors");
+  torch::NoGradGuard ng;
+  gt::GraphEncoder enc;
+  enc->eval();
+  enc->load_file(dir + "/encoder.safetensors");
+  auto out = enc->forward(in.at("x"), in.at("edge_index"));
+  gt::GraphEncoder clip;
+  clip->eval();
+  clip->load_file(dir + "/clip_like.pkl", "gnn.");
+  auto out_clip = clip->forward(in.at("x"), in.at("edge_index"));
+  // The same dict saved as an OrderedDict (as module.state_dict() is): a clear error.
+  std::string e = gt::test::input_error_of([&] { clip->load_file(dir + "/clip_ordered.pkl", "gnn."); });
+  if (e.find("clip_ordered.pkl") == std::string::npos || e.find("OrderedDict") == std::string::npos) {
+    std::fprintf(stderr, "FAIL: OrderedDict error does not name the file and the problem: %s\n", e.c_str());
+    return 1;
+  }
+  gt::save_safetensors(dir + "/cpp_out.safetensors", {{"out", out}, {"out_clip", out_clip}});
+
+  auto py = gt::load_graph_projector_bin(dir + "/py_graph_projector.bin");
+  gt::save_safetensors(dir + "/cpp_loaded_projector.safetensors", py->named_weights());
+  gt::GraphProjector mine(128, 96);
+  mine->init_weights(7);
+  gt::save_graph_projector_bin(dir + "/cpp_graph_projector.bin", mine);
+  gt::save_safetensors(dir + "/cpp_projector.safetensors", mine->named_weights());
+  std::printf("graph encoder reference driver: ok\n");
+  return 0;
+}
