@@ -44,6 +44,9 @@ TrainConfig read_train_config(const std::string& path,
   c.hidden_dim = positive("model", "hidden_dim", c.hidden_dim);
   c.max_seq_len = positive("model", "max_seq_len", c.max_seq_len);
   c.dtype = one_of("model", "dtype", c.dtype, {"fp32", "bf16"});
+  c.graph_encoder = r.get_string("model", "graph_encoder", c.graph_encoder);
+  c.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", c.graph_encoder_prefix);
+  c.projector = r.get_string("model", "projector", c.projector);
   if (c.dim % c.n_heads) r.reject("model", "n_heads", "must divide dim (" + std::to_string(c.dim) + ")");
   if (c.n_heads % c.n_kv_heads) r.reject("model", "n_kv_heads", "must divide n_heads (" + std::to_string(c.n_heads) + ")");
   if ((c.dim / c.n_heads) % 2) r.reject("model", "n_heads", "head size dim/n_heads must be even for rotary embeddings");
@@ -53,10 +56,26 @@ TrainConfig read_train_config(const std::string& path,
   c.nodes = positive("data", "nodes", c.nodes);
   c.classes = positive("data", "classes", c.classes);
   c.noise = in_range("data", "noise", c.noise, 0.0, 1.0);
+  c.instructions = r.get_string("data", "instructions", c.instructions);
+  c.graph = r.get_string("data", "graph", c.graph);
+  c.features = r.get_string("data", "features", c.features);
+  c.max_len = positive("data", "max_len", c.max_len);
+  c.num_workers = r.get_int("data", "num_workers", c.num_workers);
+  if (c.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
 
   c.stage = one_of("training", "stage", c.stage, {"lm", "grounding", "graph_matching", "task"});
-  if (c.stage != "lm") r.reject("training", "stage", "not supported yet: stage '" + c.stage + "' (only 'lm' so far)");
-  c.steps = positive("training", "steps", c.steps);
+  if (c.stage == "grounding") r.reject("training", "stage", "not supported yet: stage 'grounding'");
+  const bool graph_stage = c.stage == "graph_matching" || c.stage == "task";
+  if (graph_stage && c.instructions.empty())
+    r.reject("data", "instructions", "stage '" + c.stage + "' needs GraphGPT instruction records (graphtune data build)");
+  if (graph_stage && c.model_path.empty())
+    r.reject("model", "path", "stage '" + c.stage + "' tunes graph tokens into an existing LLM: name it");
+  c.epochs = r.get_int("training", "epochs", c.epochs);
+  if (c.epochs < 0) r.reject("training", "epochs", "must be >= 0");
+  c.steps = r.get_int("training", "steps", graph_stage ? 0 : c.steps);
+  if (c.steps < 0 || (c.steps == 0 && (!graph_stage || c.epochs == 0)))
+    r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
+  c.trainable = one_of("training", "trainable", c.trainable, {"graphgpt", "projector"});
   c.batch_size = positive("training", "batch_size", c.batch_size);
   c.seq_len = positive("training", "seq_len", c.seq_len);
   c.grad_accum_steps = positive("training", "grad_accum_steps", c.grad_accum_steps);

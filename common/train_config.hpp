@@ -23,15 +23,26 @@ struct TrainConfig {
   std::string tokenizer = "auto";
   int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
   std::string dtype = "fp32";  // fp32 | bf16
+  // GraphGPT stages: the graph encoder's weights ("" = fresh, seeded; a safetensors file or a
+  // torch.save'd dict, tensors under graph_encoder_prefix, e.g. "gnn." in the CLIP file) and
+  // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin).
+  std::string graph_encoder, graph_encoder_prefix, projector;
 
   // [data]
   std::string source = "embedded";  // "embedded" synthetic graph, or a text file (one document a line)
   int64_t data_seed = 42, nodes = 2000, classes = 7;  // the embedded generator's defaults
   double noise = 0.4;
+  // GraphGPT stages: instruction records (GraphGPT's JSON), the graph whose node features they
+  // index ("embedded", a graphtune text-graph folder or a Cora-ML folder) or a feature file,
+  // GraphGPT's model_max_length, and background threads preparing batches.
+  std::string instructions, graph = "embedded", features;
+  int64_t max_len = 2048, num_workers = 2;
 
   // [training]
   std::string stage = "lm";
-  int64_t steps = 200, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
+  // steps = 0: epochs over the instruction records (GraphGPT: 3 for stage 1, 2 for stage 2).
+  int64_t steps = 200, epochs = 0, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
+  std::string trainable = "graphgpt";  // graphgpt: projector + <g_start>/<g_end> rows; projector: projector only
   double max_grad_norm = 1.0;
   int64_t log_every = 10, threads = 0;  // 0: all cores
 

@@ -122,7 +122,7 @@ KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity) const {
 }
 
 torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
-                                   KVCache* cache, int64_t pos0) {
+                                   KVCache* cache, int64_t pos0, const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1), hd = cfg_.head_dim();
   auto q = torch::linear(x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
   auto k = torch::linear(x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
@@ -131,10 +131,16 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
   // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions.
   auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta,
                                    torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
-  auto pos = torch::arange(pos0, pos0 + T, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
-  auto freqs = torch::outer(pos, inv_freq);
+  torch::Tensor freqs;
+  if (position_ids.defined()) {  // per-row positions: [B, T, hd/2], broadcast over the heads
+    auto pos = position_ids.to(torch::kCPU, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
+    freqs = (pos.unsqueeze(-1) * inv_freq).unsqueeze(1);
+  } else {
+    auto pos = torch::arange(pos0, pos0 + T, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
+    freqs = torch::outer(pos, inv_freq);
+  }
   auto emb = torch::cat({freqs, freqs}, -1);
-  auto cos = emb.cos().to(x.scalar_type()), sin = emb.sin().to(x.scalar_type());
+  auto cos = emb.cos().to(x.device(), x.scalar_type()), sin = emb.sin().to(x.device(), x.scalar_type());
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
 
@@ -155,8 +161,11 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
   return torch::linear(y, o_[layer]);
 }
 
-torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache) {
+torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
+                                        const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1);
+  if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
+    throw std::runtime_error("position_ids must be [batch, new positions]");
   const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
   if (cache && total > cache->capacity())
     throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
@@ -169,7 +178,7 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
     mask = mask & key_mask.to(torch::kBool).view({B, 1, 1, total});
   }
   for (int64_t i = 0; i < cfg_.n_layers; ++i) {
-    x = x + attention(i, rms_norm(x, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0);
+    x = x + attention(i, rms_norm(x, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids);
     auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
     x = x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
   }
@@ -178,16 +187,20 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
   return torch::linear(x, cfg_.tie_embeddings ? embed_tokens_ : lm_head_).to(torch::kFloat32);
 }
 
-torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& key_mask, KVCache* cache) {
-  return forward_embeds(embed(tokens), key_mask, cache);
+torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& key_mask, KVCache* cache,
+                                 const torch::Tensor& position_ids) {
+  return forward_embeds(embed(tokens), key_mask, cache, position_ids);
 }
 
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
   const int64_t T = logits.size(1), V = logits.size(2);
   auto l = logits.narrow(1, 0, T - 1).reshape({-1, V});
   auto y = labels.narrow(1, 1, T - 1).reshape({-1});
-  return torch::nn::functional::cross_entropy(
-      l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+  // Summed, then divided by the learned positions: a batch whose answers were all truncated away
+  // has none, and gives 0 (no gradient) instead of the NaN of an empty mean.
+  auto sum = torch::nn::functional::cross_entropy(
+      l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+  return sum / (y != -100).sum().clamp_min(1);
 }
 
 }  // namespace gt

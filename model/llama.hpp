@@ -32,13 +32,20 @@ class LlamaImpl : public torch::nn::Module {
   // Token ids [B, T] -> embeddings [B, T, dim]. Separate from forward so that callers can
   // overwrite positions (GraphGPT splices graph tokens here).
   torch::Tensor embed(const torch::Tensor& tokens);
+  const torch::Tensor& embedding_weight() const { return embed_tokens_; }
 
   // Embeddings [B, T, dim] -> logits [B, T, vocab] (float32 whatever the weight dtype).
   // key_mask [B, T] (1 = real token, 0 = right padding) keeps padding out of every softmax;
   // it may be undefined when there is no padding. With a cache, the T new positions follow
   // the cache->len cached ones and are appended to it.
-  torch::Tensor forward_embeds(torch::Tensor x, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr);
-  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr);
+  // position_ids [B, T] int64 (optional) are each row's rotary positions for the T new
+  // tokens; undefined means cache->len .. cache->len + T - 1 for every row. Batched decoding of
+  // prompts of different lengths passes them, so that a row's token keeps its own position
+  // whatever cache slot it lands in (model/graph_generate.hpp).
+  torch::Tensor forward_embeds(torch::Tensor x, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
+                               const torch::Tensor& position_ids = {});
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
+                        const torch::Tensor& position_ids = {});
 
   KVCache new_cache(int64_t batch, int64_t capacity) const;
 
@@ -56,7 +63,7 @@ class LlamaImpl : public torch::nn::Module {
  private:
   struct Layer;
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
-                          KVCache* cache, int64_t pos0);
+                          KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
   LlamaConfig cfg_;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
@@ -64,7 +71,8 @@ class LlamaImpl : public torch::nn::Module {
 TORCH_MODULE(Llama);
 
 // Mean cross-entropy over positions whose label is not -100, Hugging Face style: labels are
-// aligned with the inputs and shifted inside (position t predicts label t+1).
+// aligned with the inputs and shifted inside (position t predicts label t+1). 0 when no
+// position is learned.
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
 
 }  // namespace gt

@@ -5,12 +5,12 @@
 #    GoogleTest, SentencePiece.
 #  - A Python virtual environment outside the work tree (reused by every clone and CI run) with
 #    the PyPI torch wheel, whose libtorch graphtune links, and the independent references the
-#    tests check against (transformers, safetensors, sentencepiece).
+#    tests check against (transformers, safetensors, sentencepiece, torch-geometric).
 set -euo pipefail
 
 VENV=${GRAPHTUNE_VENV:-$HOME/.cache/graphtune/venv}
 TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
-PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6")
+PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6" "torch-geometric==2.8.1")
 APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
   libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev)

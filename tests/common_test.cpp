@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sys/stat.h>
 
@@ -72,7 +73,7 @@ TEST(Config, TrainConfigValidatesWholeBeforeUse) {
   EXPECT_NE(msg.find("command line --training.steps: must be positive"), std::string::npos) << msg;
   msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"model.n_kv_heads", "3"}}); });
   EXPECT_NE(msg.find("n_kv_heads: must divide n_heads"), std::string::npos) << msg;
-  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "graph_matching"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "grounding"}}); });
   EXPECT_NE(msg.find("not supported yet"), std::string::npos) << msg;
   msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"trainin.steps", "3"}}); });
   EXPECT_NE(msg.find("[trainin]: unknown section"), std::string::npos) << msg;
@@ -258,4 +259,18 @@ TEST(StagedFolder, CommitChecksAgainWhatAppearedMeanwhile) {
   std::string msg = gt::test::input_error_of([&] { f.commit(); });
   EXPECT_NE(msg.find(dir + ": already exists and is not empty"), std::string::npos) << msg;
   EXPECT_EQ(gt::list_dir(dir), std::vector<std::string>{"theirs.txt"});
+}
+
+TEST(Configs, EveryShippedConfigIsValid) {
+  const char* src = std::getenv("GRAPHTUNE_SOURCE_DIR");
+  if (!src) GTEST_SKIP() << "GRAPHTUNE_SOURCE_DIR not set (ctest sets it)";
+  int n = 0;
+  for (const std::string dir : {std::string(src) + "/configs", std::string(src) + "/configs/graphgpt"}) {
+    for (const auto& name : gt::list_dir(dir)) {
+      if (name.size() < 5 || name.substr(name.size() - 5) != ".toml") continue;
+      EXPECT_NO_THROW(gt::read_train_config(dir + "/" + name, {})) << name;
+      ++n;
+    }
+  }
+  EXPECT_GE(n, 3);
 }

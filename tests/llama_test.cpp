@@ -120,6 +120,8 @@ TEST(Llama, LossIgnoresMaskedLabels) {
   auto lp = torch::log_softmax(logits[0], -1);
   double want = -(lp[0][2].item<double>() + lp[1][3].item<double>()) / 2;
   EXPECT_NEAR(gt::causal_lm_loss(logits, labels).item<double>(), want, 1e-6);
+  // Nothing learned (an answer truncated away): 0, not NaN.
+  EXPECT_EQ(gt::causal_lm_loss(logits, torch::full_like(ids, -100)).item<double>(), 0.0);
 }
 
 TEST(Llama, LoadWeightsNamesTheProblem) {

@@ -8,13 +8,11 @@
 
 #include "common/train_config.hpp"
 #include "model/llama.hpp"
+#include "worker/train_loop.hpp"
 
 namespace gt {
 
-struct LmLogLine {
-  int64_t step = 0;  // 1-based optimizer step
-  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0;
-};
+using LmLogLine = StepLog;
 
 // Random windows of seq_len + 1 tokens from the stream, chosen by a seeded generator, as a
 // [batch, seq_len + 1] int64 tensor (inputs and labels both come from it).

@@ -17,6 +17,7 @@
 #include "model/tokenizer.hpp"
 #include "parallel/world.hpp"
 #include "worker/commands.hpp"
+#include "worker/graph_trainer.hpp"
 #include "worker/lm_trainer.hpp"
 
 namespace gt {
@@ -55,6 +56,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
                        " ranks (data and pipeline parallelism come with the parallel runtime); run one rank");
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
   if (cfg.dtype != "fp32") fail(cfg.path + ": [model].dtype", "not supported yet for training: '" + cfg.dtype + "' (fp32 only)");
+  if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg);
 
   // Tokenizer and model shape first: cheap, and every mismatch is reported before allocating.
   std::string tok_path = cfg.tokenizer;

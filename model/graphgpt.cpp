@@ -1,0 +1,106 @@
+#include "model/graphgpt.hpp"
+
+#include <torch/torch.h>
+
+#include "common/error.hpp"
+#include "model/graph_splice.hpp"
+
+namespace gt {
+
+int64_t GraphGptBatch::num_tokens() const { return attention_mask.sum().item<int64_t>(); }
+
+GraphGptImpl::GraphGptImpl(Llama llm_, GraphEncoder encoder_, GraphProjector projector_, GraphTokenIds ids)
+    : llm(register_module("llm", std::move(llm_))),
+      encoder(register_module("encoder", std::move(encoder_))),
+      projector(register_module("projector", std::move(projector_))),
+      ids_(ids) {
+  const int64_t vocab = llm->config().vocab_size;
+  for (int64_t id : {ids.patch, ids.start, ids.end})
+    if (id < 0 || id >= vocab)
+      fail("model", "graph token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab) +
+                        " (were <g_patch>, <g_start>, <g_end> added?)");
+  if (projector->graph_hidden() != encoder->config().gnn_output)
+    fail("model", "projector input " + std::to_string(projector->graph_hidden()) + " != graph encoder output " +
+                      std::to_string(encoder->config().gnn_output));
+  if (projector->llm_dim() != llm->config().dim)
+    fail("model", "projector output " + std::to_string(projector->llm_dim()) + " != LLM hidden size " +
+                      std::to_string(llm->config().dim));
+  torch::NoGradGuard ng;
+  const auto& emb = llm->embedding_weight();
+  graph_token_rows_ = register_parameter(
+      "graph_token_rows", torch::stack({emb[ids.start], emb[ids.end]}).detach().clone());
+}
+
+void GraphGptImpl::freeze_for_graph_tuning() {
+  for (auto& p : llm->parameters()) p.set_requires_grad(false);
+  for (auto& p : encoder->parameters()) p.set_requires_grad(false);
+  for (auto& p : trainable_parameters()) p.set_requires_grad(true);
+  encoder->eval();
+}
+
+std::vector<torch::Tensor> GraphGptImpl::trainable_parameters() {
+  std::vector<torch::Tensor> out = projector->parameters();
+  out.push_back(graph_token_rows_);
+  return out;
+}
+
+torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
+  const auto& ids = batch.input_ids;
+  auto x = llm->embed(ids);
+  // <g_start> / <g_end> from their own rows: where the id matches, take the learned row.
+  auto rows = graph_token_rows_.to(x.scalar_type());
+  auto is_start = (ids == ids_.start).unsqueeze(-1), is_end = (ids == ids_.end).unsqueeze(-1);
+  x = torch::where(is_start, rows[0], torch::where(is_end, rows[1], x));
+
+  std::vector<GraphSlot> slots;
+  slots.reserve(batch.graphs.size());
+  for (const GraphInput& g : batch.graphs) {
+    const int64_t n = g.x.size(0);
+    const std::string where = "record " + (g.row < static_cast<int64_t>(batch.ids.size()) ? batch.ids[g.row] : "?");
+    if (g.start < 0 || g.start + n > ids.size(1))
+      fail(where, "graph of " + std::to_string(n) + " nodes does not fit at position " + std::to_string(g.start));
+    if (!(ids[g.row].narrow(0, g.start, n) == ids_.patch).all().item<bool>())
+      fail(where, "the " + std::to_string(n) + " positions from " + std::to_string(g.start) +
+                      " are not all <g_patch> tokens (graph and prompt disagree)");
+    torch::Tensor nodes;
+    {
+      // The encoder is frozen and runs without gradient, as in the reference.
+      torch::NoGradGuard ng;
+      nodes = encoder->forward(g.x, g.edge_index);
+    }
+    slots.push_back({g.row, g.start, projector->forward(nodes).to(x.scalar_type())});
+  }
+  return slots.empty() ? x : splice_graph_tokens(x, slots);
+}
+
+torch::Tensor GraphGptImpl::forward(const GraphGptBatch& batch) {
+  return llm->forward_embeds(embed(batch), batch.attention_mask);
+}
+
+torch::Tensor GraphGptImpl::loss(const GraphGptBatch& batch) { return causal_lm_loss(forward(batch), batch.labels); }
+
+std::vector<std::pair<std::string, torch::Tensor>> GraphGptImpl::token_rows() const {
+  return {{"g_start", graph_token_rows_[0].detach().clone()}, {"g_end", graph_token_rows_[1].detach().clone()}};
+}
+
+void GraphGptImpl::load_token_rows(const std::map<std::string, torch::Tensor>& rows, const std::string& source) {
+  torch::NoGradGuard ng;
+  int64_t k = 0;
+  for (const char* name : {"g_start", "g_end"}) {
+    auto it = rows.find(name);
+    if (it == rows.end()) fail(source, std::string("missing tensor '") + name + "'");
+    if (it->second.dim() != 1 || it->second.size(0) != graph_token_rows_.size(1))
+      fail(source, std::string("tensor '") + name + "' must have shape [" + std::to_string(graph_token_rows_.size(1)) + "]");
+    graph_token_rows_[k++].copy_(it->second);
+  }
+}
+
+torch::Tensor GraphGptImpl::merged_embedding() const {
+  torch::NoGradGuard ng;
+  auto w = llm->embedding_weight().detach().clone();
+  w[ids_.start].copy_(graph_token_rows_[0]);
+  w[ids_.end].copy_(graph_token_rows_[1]);
+  return w;
+}
+
+}  // namespace gt

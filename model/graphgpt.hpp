@@ -1,0 +1,83 @@
+#pragma once
+// GraphGPT as one module: the LLaMA decoder, the graph encoder and the projector. Graph tokens:
+// each "<graph>" of a prompt became <g_start> <g_patch>xN <g_end> (data/conversation.hpp); here
+// the N patch positions are overwritten with projector(encoder(subgraph)), one token per node,
+// node 0 the centre. Every graph of a prompt is spliced (the reference splices only the last).
+//
+// What trains (GraphGPT's tune_graph_mlp_adapter): the projector and the <g_start>/<g_end>
+// embedding rows; the LLM and the encoder are frozen, the encoder runs without gradient, but
+// the gradient flows back through every frozen LLM layer to the graph tokens. The two rows are
+// held as their own small parameter (graph_token_rows) rather than by masking the gradient of
+// the whole embedding matrix, so weight decay and the optimizer state touch only them; export
+// writes them back into the embedding matrix.
+#include <torch/types.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/graph_encoder.hpp"
+#include "model/graph_projector.hpp"
+#include "model/llama.hpp"
+
+namespace gt {
+
+// One sampled subgraph placed in a batch: its node features and local edges, and where its
+// <g_patch> run starts.
+struct GraphInput {
+  int64_t row = 0;           // batch row
+  int64_t start = 0;         // position of its first <g_patch>
+  torch::Tensor x;           // [N, gnn_input] float32 node features, node 0 = the centre
+  torch::Tensor edge_index;  // [2, E] int64, local positions into the N nodes
+};
+
+// A right-padded batch. labels are -100 where no loss is taken (padding included).
+struct GraphGptBatch {
+  torch::Tensor input_ids;       // [B, T] int64
+  torch::Tensor labels;          // [B, T] int64
+  torch::Tensor attention_mask;  // [B, T] int64: 1 real token, 0 padding
+  std::vector<GraphInput> graphs;
+  std::vector<std::string> ids;  // record ids, for messages
+  int64_t num_tokens() const;    // real tokens
+};
+
+struct GraphTokenIds {
+  int64_t patch = -1, start = -1, end = -1;
+};
+
+class GraphGptImpl : public torch::nn::Module {
+ public:
+  GraphGptImpl(Llama llm, GraphEncoder encoder, GraphProjector projector, GraphTokenIds ids);
+
+  // Token embeddings [B, T, D] with <g_start>/<g_end> rows from graph_token_rows and every
+  // graph spliced in. Checks each graph's span holds <g_patch> ids (InputError naming the record).
+  torch::Tensor embed(const GraphGptBatch& batch);
+  torch::Tensor forward(const GraphGptBatch& batch);  // logits [B, T, V] float32
+  torch::Tensor loss(const GraphGptBatch& batch);     // mean over learned positions
+
+  // GraphGPT's trainable set: projector weight and bias, and the two token rows.
+  std::vector<torch::Tensor> trainable_parameters();
+  // Frozen LLM and encoder, trainable projector and token rows (call after loading weights).
+  void freeze_for_graph_tuning();
+
+  // The embedding matrix with the two learned rows written back (for export).
+  torch::Tensor merged_embedding() const;
+  // The two learned rows as {"g_start", [D]}, {"g_end", [D]}, and reading them back (names and
+  // shapes checked, errors naming `source`).
+  std::vector<std::pair<std::string, torch::Tensor>> token_rows() const;
+  void load_token_rows(const std::map<std::string, torch::Tensor>& rows, const std::string& source);
+
+  Llama llm{nullptr};
+  GraphEncoder encoder{nullptr};
+  GraphProjector projector{nullptr};
+  const GraphTokenIds& token_ids() const { return ids_; }
+
+ private:
+  GraphTokenIds ids_;
+  torch::Tensor graph_token_rows_;  // [2, D]: <g_start>, <g_end>
+};
+TORCH_MODULE(GraphGpt);
+
+}  // namespace gt

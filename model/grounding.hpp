@@ -1,0 +1,98 @@
+#pragma once
+// Text-graph grounding: GraphGPT's pre-training of the graph encoder (its clip_gt_arxiv_pub.pkl
+// comes from it), CLIP-style. For a batch of B nodes, the graph encoder's embedding of each node
+// and a text encoder's embedding of the same node's text are L2-normalised; the logits are
+// exp(logit_scale) * g_i . t_j, and the loss is the symmetric cross-entropy
+//   (CE(logits, diag) + CE(logits^T, diag)) / 2
+// that pulls each node towards its own text and away from the batch's other texts.
+// logit_scale is learnable, starts at log(1/0.07) and is clamped to [0, ln 100] after every
+// step, as CLIP does.
+//
+// Text side: small and self-contained, a bag-of-words encoder (mean of learnt embeddings of
+// hashed word ids of title + text, then Linear to the graph encoder's output width), trained
+// jointly. Graph side: the GraphEncoder runs over the whole graph at once each step (edges in
+// both directions, so each node hears every neighbour whichever way the citation points) and
+// the batch's rows are taken from it. That is what GraphGPT's grounding (G2P2's CLIP model)
+// does, and it is cheaper than one subgraph per node for the graphs this runs on (thousands of
+// nodes); it means held-out nodes' features take part in message passing (transductive), their
+// texts never enter a training batch.
+#include <torch/types.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/graph_encoder.hpp"
+
+namespace gt {
+
+struct TextGraph;
+
+// The CLIP loss above. graph_emb, text_emb: [B, D] (not necessarily normalised), row i of each
+// belonging to the same node; logit_scale: a 0-d tensor (the log of the scale; used as is).
+// Differentiable in all three. InputError on mismatched shapes or B < 1.
+torch::Tensor clip_contrastive_loss(const torch::Tensor& graph_emb, const torch::Tensor& text_emb,
+                                    const torch::Tensor& logit_scale);
+
+// Word ids of a text: FNV-1a 64 of each lower-cased word (data/text_features.hpp text_words)
+// modulo `buckets`. The same on every machine.
+std::vector<int64_t> hashed_word_ids(const std::string& text, int64_t buckets);
+
+// Bag-of-words text encoder: mean of embedding rows [buckets, embed_dim] over a text's word
+// ids, then Linear(embed_dim -> out_dim). A text with no words encodes to the bias.
+class BagOfWordsEncoderImpl : public torch::nn::Module {
+ public:
+  BagOfWordsEncoderImpl(int64_t buckets, int64_t embed_dim, int64_t out_dim);
+  // ids: all texts' word ids concatenated (int64 [W]); offsets: where each text starts (int64
+  // [B], ascending, first 0). Returns [B, out_dim].
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& offsets);
+  // normal(0, 1) embeddings, PyTorch-default Linear; deterministic in seed.
+  void init_weights(uint64_t seed);
+  int64_t buckets() const { return emb_.size(0); }
+
+ private:
+  torch::Tensor emb_, w_, b_;
+};
+TORCH_MODULE(BagOfWordsEncoder);
+
+struct GroundingOptions {
+  int64_t steps = 300;
+  int64_t batch_nodes = 64;       // nodes per contrastive batch (distinct, from the training set)
+  double lr = 1e-3;               // AdamW
+  double weight_decay = 0.0;      // on the encoders' weights; never on logit_scale
+  uint64_t seed = 0;              // text encoder init, batches, held-out set, dropout
+  double holdout_frac = 0.2;      // nodes kept out of training batches for the retrieval check
+  int64_t text_buckets = 1 << 14; // hashed vocabulary of the bag-of-words encoder
+  int64_t text_embed_dim = 128;
+  std::string problem() const;    // "" when consistent, else what is wrong
+};
+
+struct GroundingResult {
+  std::vector<double> losses;            // one per step, the batch's loss before the update
+  double retrieval_accuracy = 0;         // text -> graph top-1 among the held-out nodes
+  double chance = 0;                     // 1 / held-out nodes
+  int64_t heldout_nodes = 0;
+  double logit_scale = 0;                // final (log of the scale)
+  BagOfWordsEncoder text_encoder{nullptr};  // the trained text side
+};
+
+// Called after every step with (step from 1, loss, logit_scale).
+using GroundingLog = std::function<void(int64_t, double, double)>;
+
+// Trains `encoder` (in place, all its parameters) and a fresh BagOfWordsEncoder on `graph` with
+// the CLIP loss, AdamW, on the encoder's device; leaves the encoder in eval mode. The graph's
+// features ([N, feature_dim]) must match the encoder's gnn_input. Seeds torch's global generator
+// with opts.seed (dropout): the same encoder weights, graph and options give the same result.
+// InputError on bad options, a feature width mismatch, or fewer than 2 nodes on either side.
+GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
+                                const GroundingLog& log = nullptr);
+
+// Text -> graph top-1 accuracy over `nodes` (each text's nearest graph embedding by cosine,
+// among the same nodes), with the encoder in eval mode and no gradient.
+double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
+                                    const std::vector<int32_t>& nodes);
+
+}  // namespace gt

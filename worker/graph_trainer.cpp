@@ -1,0 +1,65 @@
+#include "worker/graph_trainer.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "common/error.hpp"
+#include "data/instructions.hpp"
+#include "worker/graph_batches.hpp"
+#include "worker/graphgpt_setup.hpp"
+#include "worker/train_loop.hpp"
+
+namespace gt {
+
+int run_graph_stage(const TrainConfig& cfg) {
+  auto t0 = std::chrono::steady_clock::now();
+  // Every record is read and validated before any weight is: a bad record costs nothing.
+  auto records = std::make_shared<const std::vector<InstructionRecord>>(read_instructions(cfg.instructions));
+  GraphGptSetup s = build_graphgpt(cfg);
+  GraphGpt& model = s.model;
+
+  GraphBatchStream stream(records, s.features, *s.tokenizer, cfg.max_len, cfg.batch_size,
+                          static_cast<uint64_t>(cfg.seed), static_cast<int>(cfg.num_workers), cfg.instructions);
+  const int64_t steps =
+      cfg.steps > 0 ? cfg.steps : std::max<int64_t>(1, cfg.epochs * stream.steps_per_epoch() / cfg.grad_accum_steps);
+  int64_t trainable = 0;
+  for (auto& p : model->trainable_parameters()) trainable += p.numel();
+  std::fprintf(stderr,
+               "graphtune: stage %s: %zu records, %lld steps (batch %lld x accumulation %lld), LLM %s frozen, "
+               "%lld trainable parameters (%s)\n",
+               cfg.stage.c_str(), records->size(), static_cast<long long>(steps), static_cast<long long>(cfg.batch_size),
+               static_cast<long long>(cfg.grad_accum_steps), cfg.model_path.c_str(), static_cast<long long>(trainable),
+               cfg.trainable.c_str());
+
+  model->train();
+  model->encoder->eval();  // frozen: no dropout
+  std::vector<torch::Tensor> decay{model->projector->weight()}, no_decay{model->projector->bias()};
+  if (cfg.trainable == "graphgpt") {
+    no_decay.push_back(model->trainable_parameters().back());  // the <g_start>/<g_end> rows
+  } else {
+    model->trainable_parameters().back().set_requires_grad(false);
+  }
+  auto micro = [&](int64_t, int64_t) {
+    GraphGptBatch batch = stream.next();
+    auto loss = model->loss(batch);
+    (loss / static_cast<double>(cfg.grad_accum_steps)).backward();
+    return MicroStep{loss.item<double>(), batch.num_tokens()};
+  };
+  run_train_loop(decay, no_decay, cfg, steps, micro, [&](const StepLog& l) {
+    std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | data wait %.2f s\n",
+                 static_cast<long long>(l.step), static_cast<long long>(steps), l.loss, l.lr, l.grad_norm,
+                 l.tokens_per_s, stream.wait_seconds());
+  });
+
+  save_graph_stage_outputs(model, cfg.out_dir);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "graphtune: stage %s done in %.1f s (data wait %.2f s over %lld batches); wrote %s/graph_projector.bin\n",
+               cfg.stage.c_str(), secs, stream.wait_seconds(), static_cast<long long>(stream.batches()),
+               cfg.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace gt

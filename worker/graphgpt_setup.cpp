@@ -1,0 +1,87 @@
+#include "worker/graphgpt_setup.hpp"
+
+#include <torch/torch.h>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "data/cora_ml.hpp"
+#include "model/graph_encoder.hpp"
+#include "model/graph_projector.hpp"
+#include "model/load_model.hpp"
+#include "model/safetensors.hpp"
+#include "model/special_tokens.hpp"
+#include "worker/feature_table_io.hpp"
+
+namespace gt {
+
+namespace {
+
+const char* const kTokenRowsFile = "graph_tokens.safetensors";
+
+std::string sibling(const std::string& file, const std::string& name) {
+  auto slash = file.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : file.substr(0, slash)) + "/" + name;
+}
+
+}  // namespace
+
+GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
+  GraphGptSetup s;
+  const std::string where = cfg.path.empty() ? std::string("config") : cfg.path;
+  // Cheap checks first: the LLM's config and its tokenizer.
+  LlamaConfig mc = read_model_config(cfg.model_path);
+  if (cfg.max_len > mc.max_seq_len)
+    fail(where + ": [data].max_len", std::to_string(cfg.max_len) + " exceeds the context of " + cfg.model_path + " (" +
+                                         std::to_string(mc.max_seq_len) + " positions)");
+  std::string tok_path = cfg.tokenizer == "auto" ? default_tokenizer_path(cfg.model_path) : cfg.tokenizer;
+  if (tok_path.empty()) fail(where + ": [model].tokenizer", "the model " + cfg.model_path + " has no tokenizer beside it: name one");
+  s.tokenizer = tok_path == "bytes" ? byte_tokenizer() : load_tokenizer(tok_path);
+  check_tokenizer_vocab(*s.tokenizer, static_cast<int32_t>(mc.vocab_size));
+  if (!cfg.projector.empty() && !path_exists(cfg.projector)) fail(cfg.projector, "cannot open (missing or unreadable)");
+  if (!cfg.graph_encoder.empty() && !path_exists(cfg.graph_encoder))
+    fail(cfg.graph_encoder, "cannot open (missing or unreadable)");
+
+  s.features = cfg.features.empty() ? feature_table_from_graph(load_graph(cfg.graph)) : load_feature_table(cfg.features);
+
+  LoadedModel loaded = load_model(cfg.model_path);
+  auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
+  Llama llm(loaded.config);
+  llm->load_weights(loaded.weights, cfg.model_path);
+  loaded.weights.clear();
+
+  GraphEncoder encoder;
+  if (cfg.graph_encoder.empty()) {
+    encoder->init_weights(static_cast<uint64_t>(cfg.seed));
+  } else {
+    encoder->load_file(cfg.graph_encoder, cfg.graph_encoder_prefix);
+  }
+  for (const auto& [name, x] : s.features.x)
+    if (x.size(1) != encoder->config().gnn_input)
+      fail(cfg.features.empty() ? cfg.graph : cfg.features,
+           "dataset '" + name + "' has " + std::to_string(x.size(1)) + "-wide node features, the graph encoder takes " +
+               std::to_string(encoder->config().gnn_input));
+
+  GraphProjector projector(encoder->config().gnn_output, loaded.config.dim);
+  if (cfg.projector.empty()) {
+    projector->init_weights(static_cast<uint64_t>(cfg.seed) + 1);
+  } else {
+    projector = load_graph_projector_bin(cfg.projector);
+  }
+  s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
+  if (!cfg.projector.empty()) {
+    const std::string rows = sibling(cfg.projector, kTokenRowsFile);
+    if (path_exists(rows)) s.model->load_token_rows(load_safetensors(rows), rows);
+  }
+  s.model->freeze_for_graph_tuning();
+  return s;
+}
+
+void save_graph_stage_outputs(GraphGpt& model, const std::string& dir) {
+  make_dirs(dir);
+  save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);
+  save_graph_projector_safetensors(dir + "/graph_projector.safetensors", model->projector);
+  save_safetensors(dir + "/" + kTokenRowsFile, model->token_rows());
+  model->encoder->save_safetensors(dir + "/graph_encoder.safetensors");
+}
+
+}  // namespace gt

@@ -1,0 +1,63 @@
+#include "worker/train_loop.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "worker/lr_schedule.hpp"
+
+namespace gt {
+
+std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
+                                    const TrainConfig& cfg, int64_t steps,
+                                    const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
+                                    const std::function<void(const StepLog&)>& on_log) {
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty()) groups.emplace_back(decay, opts(cfg.weight_decay));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
+  torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(cfg.lr));
+  std::vector<torch::Tensor> params = decay;
+  params.insert(params.end(), no_decay.begin(), no_decay.end());
+
+  std::vector<StepLog> log;
+  double loss_sum = 0, norm_sum = 0;
+  int64_t window_tokens = 0, window_steps = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < steps; ++step) {
+    const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    opt.zero_grad();
+    double step_loss = 0;
+    for (int64_t k = 0; k < cfg.grad_accum_steps; ++k) {
+      MicroStep m = micro(step, k);
+      step_loss += m.loss / static_cast<double>(cfg.grad_accum_steps);
+      window_tokens += m.tokens;
+    }
+    // The norm is always computed (it is logged); clipping only when asked.
+    const double norm = torch::nn::utils::clip_grad_norm_(params, cfg.max_grad_norm > 0 ? cfg.max_grad_norm : 1e30);
+    if (!std::isfinite(step_loss) || !std::isfinite(norm))
+      throw std::runtime_error("loss or gradient norm is not finite at step " + std::to_string(step + 1));
+    opt.step();
+    loss_sum += step_loss;
+    norm_sum += norm;
+    ++window_steps;
+    if ((step + 1) % cfg.log_every == 0 || step + 1 == steps) {
+      auto t1 = std::chrono::steady_clock::now();
+      const double secs = std::chrono::duration<double>(t1 - t0).count();
+      StepLog line{step + 1, loss_sum / window_steps, lr, norm_sum / window_steps, window_tokens / std::max(secs, 1e-9)};
+      log.push_back(line);
+      on_log(line);
+      loss_sum = norm_sum = 0;
+      window_tokens = window_steps = 0;
+      t0 = t1;
+    }
+  }
+  return log;
+}
+
+}  // namespace gt
