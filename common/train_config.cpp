@@ -5,7 +5,9 @@
 namespace gt {
 
 TrainConfig read_train_config(const std::string& path,
-                              const std::vector<std::pair<std::string, std::string>>& overrides) {
+                              const std::vector<std::pair<std::string, std::string>>& overrides,
+                              ConfigUse use) {
+  const bool train = use == ConfigUse::kTrain;
   ConfigReader r(path);
   for (const auto& [k, v] : overrides) r.apply_override(k, v);
   TrainConfig c;
@@ -64,16 +66,22 @@ TrainConfig read_train_config(const std::string& path,
   if (c.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
 
   c.stage = one_of("training", "stage", c.stage, {"lm", "grounding", "graph_matching", "task"});
-  if (c.stage == "grounding") r.reject("training", "stage", "not supported yet: stage 'grounding'");
   const bool graph_stage = c.stage == "graph_matching" || c.stage == "task";
-  if (graph_stage && c.instructions.empty())
-    r.reject("data", "instructions", "stage '" + c.stage + "' needs GraphGPT instruction records (graphtune data build)");
-  if (graph_stage && c.model_path.empty())
-    r.reject("model", "path", "stage '" + c.stage + "' tunes graph tokens into an existing LLM: name it");
+  if (train) {
+    if (c.stage == "grounding") r.reject("training", "stage", "not supported yet: stage 'grounding'");
+    if (graph_stage && c.instructions.empty())
+      r.reject("data", "instructions", "stage '" + c.stage + "' needs GraphGPT instruction records (graphtune data build)");
+    if (graph_stage && c.model_path.empty())
+      r.reject("model", "path", "stage '" + c.stage + "' tunes graph tokens into an existing LLM: name it");
+  } else {
+    if (c.instructions.empty())
+      r.reject("data", "instructions", "eval needs GraphGPT instruction records to answer (graphtune data build --split test)");
+    if (c.model_path.empty()) r.reject("model", "path", "eval runs GraphGPT on an existing LLM: name it");
+  }
   c.epochs = r.get_int("training", "epochs", c.epochs);
-  if (c.epochs < 0) r.reject("training", "epochs", "must be >= 0");
+  if (train && c.epochs < 0) r.reject("training", "epochs", "must be >= 0");
   c.steps = r.get_int("training", "steps", graph_stage ? 0 : c.steps);
-  if (c.steps < 0 || (c.steps == 0 && (!graph_stage || c.epochs == 0)))
+  if (train && (c.steps < 0 || (c.steps == 0 && (!graph_stage || c.epochs == 0))))
     r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
   c.trainable = one_of("training", "trainable", c.trainable, {"graphgpt", "projector"});
   c.batch_size = positive("training", "batch_size", c.batch_size);
@@ -95,6 +103,11 @@ TrainConfig read_train_config(const std::string& path,
   one_of("lr_scheduler", "name", "cosine", {"cosine"});
   c.warmup_ratio = in_range("lr_scheduler", "warmup_ratio", c.warmup_ratio, 0.0, 1.0);
   c.min_lr_ratio = in_range("lr_scheduler", "min_lr_ratio", c.min_lr_ratio, 0.0, 1.0);
+
+  c.eval_batch_size = positive("eval", "batch_size", c.eval_batch_size);
+  c.eval_max_new_tokens = positive("eval", "max_new_tokens", c.eval_max_new_tokens);
+  c.eval_out_dir = r.get_string("eval", "out_dir", c.out_dir + "/eval");
+  if (c.eval_out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
 
   r.finish();
   return c;

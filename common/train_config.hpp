@@ -51,9 +51,21 @@ struct TrainConfig {
 
   // [lr_scheduler] linear warm-up, then cosine decay to min_lr_ratio * lr
   double warmup_ratio = 0.03, min_lr_ratio = 0.0;
+
+  // [eval] `graphtune eval`: prompts per generation batch, the answer's token budget, and where
+  // predictions.jsonl and metrics.json go (default: [job].out_dir + "/eval").
+  int64_t eval_batch_size = 8, eval_max_new_tokens = 32;
+  std::string eval_out_dir;
 };
 
+// What the config is read for. Every key of every section is read (and type-checked) either
+// way, so one file serves both; kTrain checks what the stage needs to train ([training].steps,
+// a supported stage, records for a graph stage); kEval checks instead what evaluation needs
+// ([model].path and [data].instructions) and ignores the training-only requirements.
+enum class ConfigUse { kTrain, kEval };
+
 TrainConfig read_train_config(const std::string& path,
-                              const std::vector<std::pair<std::string, std::string>>& overrides);
+                              const std::vector<std::pair<std::string, std::string>>& overrides,
+                              ConfigUse use = ConfigUse::kTrain);
 
 }  // namespace gt

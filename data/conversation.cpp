@@ -100,9 +100,13 @@ std::string expand_graph_markers(const std::string& text, const std::vector<int6
   return out;
 }
 
-TokenizedExample tokenize_conversation(const InstructionRecord& record,
-                                       const std::vector<int64_t>& graph_node_counts,
-                                       const Tokenizer& tok, int64_t max_len) {
+namespace {
+
+// The whole conversation, untruncated, and (through prompt_end) where the last gpt turn's
+// answer starts: every id before it is the prompt of the last answer (it ends with that turn's
+// "ASSISTANT:").
+TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+                                const Tokenizer& tok, int64_t max_len, size_t* prompt_end) {
   const std::string where = record_where(record);
   validate_instruction(record, "");
   if (max_len < 1) fail(where, "max_len " + std::to_string(max_len) + " must be at least 1");
@@ -146,6 +150,7 @@ TokenizedExample tokenize_conversation(const InstructionRecord& record,
       append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
     } else {
       expanded.push_back(turns[i]);
+      *prompt_end = ex.input_ids.size();  // the last assignment is the last answer's
       append(encode_continuation(tok, g, " " + turns[i].value), true);
       append({tok.eos_id()}, true);
     }
@@ -197,6 +202,17 @@ TokenizedExample tokenize_conversation(const InstructionRecord& record,
   if (ex.graph_spans.size() != graph_node_counts.size())
     fail(where, std::to_string(ex.graph_spans.size()) + " graphs in the tokens, " +
                     std::to_string(graph_node_counts.size()) + " expected");
+  return ex;
+}
+
+}  // namespace
+
+TokenizedExample tokenize_conversation(const InstructionRecord& record,
+                                       const std::vector<int64_t>& graph_node_counts,
+                                       const Tokenizer& tok, int64_t max_len) {
+  const std::string where = record_where(record);
+  size_t prompt_end = 0;
+  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, &prompt_end);
 
   // Truncation at max_len (the reference's model_max_length). A graph must stay whole: its
   // patch positions receive the node embeddings.
@@ -211,6 +227,25 @@ TokenizedExample tokenize_conversation(const InstructionRecord& record,
     ex.labels.resize(static_cast<size_t>(max_len));
     ex.truncated = true;
   }
+  return ex;
+}
+
+TokenizedExample tokenize_prompt(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+                                 const Tokenizer& tok, int64_t max_len) {
+  const std::string where = record_where(record);
+  if (record.conversations.size() < 2 || record.conversations.back().from != "gpt")
+    fail(where, "conversations: the last turn must be the gpt answer the prompt asks for");
+  size_t prompt_end = 0;
+  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, &prompt_end);
+  ex.input_ids.resize(prompt_end);
+  ex.labels.assign(prompt_end, kIgnoreIndex);
+  // Graphs sit in human turns, so every span lies in the prompt; checked all the same.
+  for (size_t k = 0; k < ex.graph_spans.size(); ++k)
+    if (ex.graph_spans[k][1] >= static_cast<int64_t>(prompt_end))
+      fail(where, "graph " + std::to_string(k) + " lies in the answer, not in the prompt");
+  if (static_cast<int64_t>(prompt_end) > max_len)
+    fail(where, "the prompt is " + std::to_string(prompt_end) + " tokens, longer than max_len " +
+                    std::to_string(max_len) + " (a prompt is never cut: raise [data].max_len)");
   return ex;
 }
 

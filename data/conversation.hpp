@@ -53,6 +53,14 @@ TokenizedExample tokenize_conversation(const InstructionRecord& record,
                                        const std::vector<int64_t>& graph_node_counts,
                                        const Tokenizer& tokenizer, int64_t max_len);
 
+// The prompt of the record's final answer, for generation: the ids tokenize_conversation gives
+// (untruncated) up to and including the "ASSISTANT:" before the last gpt turn; labels all
+// kIgnoreIndex, graph_spans as there. The last turn must be from gpt (InputError otherwise);
+// its answer is tokenised too (the same checks as training), but not returned. A prompt longer
+// than max_len is an InputError naming the record (a prompt is never cut; truncated stays false).
+TokenizedExample tokenize_prompt(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+                                 const Tokenizer& tokenizer, int64_t max_len);
+
 // Right padding to length: pad ids with labels kIgnoreIndex (GraphGPT: pad = unk = 0).
 void pad_example(TokenizedExample& example, int64_t length, int32_t pad_id);
 

@@ -48,6 +48,7 @@ void add_worker_commands(CLI::App& app, int& /*exit_code*/, int argc, char** arg
   static const Sub subs[] = {
       {"generate", "generate text from a llama2.c file or a Hugging Face folder"},
       {"train", "train from a TOML config (stage lm: causal language modelling)"},
+      {"eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)"},
       {"convert", "convert model weights between llama2.c and Hugging Face folders"},
   };
   for (const auto& s : subs) {

@@ -150,6 +150,40 @@ TEST(Conversation, MaskWithTheByteTokenizer) {
   }
 }
 
+// The prompt for generation is exactly the conversation's ids up to the last "ASSISTANT:".
+TEST(Conversation, PromptIsTheConversationUpToTheLastAssistant) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto rec = make_record("cora_test_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  const auto full = gt::tokenize_conversation(rec, {4}, *tok, 4096);
+  const auto p = gt::tokenize_prompt(rec, {4}, *tok, 4096);
+  const size_t n_prompt = full.input_ids.size() - std::string(" yes").size() - 1;  // answer and EOS
+  ASSERT_EQ(p.input_ids.size(), n_prompt);
+  EXPECT_EQ(p.input_ids, std::vector<int32_t>(full.input_ids.begin(), full.input_ids.begin() + n_prompt));
+  EXPECT_EQ(p.labels, std::vector<int32_t>(n_prompt, gt::kIgnoreIndex));
+  EXPECT_EQ(p.graph_spans, full.graph_spans);
+  EXPECT_FALSE(p.truncated);
+  EXPECT_EQ(tok->decode(std::vector<int32_t>(p.input_ids.end() - 12, p.input_ids.end())), "? ASSISTANT:");
+
+  // Several rounds: everything through the last "ASSISTANT:", earlier answers included.
+  auto multi = make_record("cora_test_2", {{"human", "A <graph>?"}, {"gpt", "x"}, {"human", "B?"}, {"gpt", "zz"}});
+  const auto mfull = gt::tokenize_conversation(multi, {2}, *tok, 4096);
+  const auto mp = gt::tokenize_prompt(multi, {2}, *tok, 4096);
+  const size_t m = mfull.input_ids.size() - 3 - 1;  // " zz" and EOS
+  ASSERT_EQ(mp.input_ids.size(), m);
+  EXPECT_EQ(mp.input_ids, std::vector<int32_t>(mfull.input_ids.begin(), mfull.input_ids.begin() + m));
+  EXPECT_EQ(mp.labels, std::vector<int32_t>(m, gt::kIgnoreIndex));
+
+  // A prompt is never cut: max_len below its length is an error naming the record.
+  EXPECT_EQ(gt::tokenize_prompt(rec, {4}, *tok, static_cast<int64_t>(n_prompt)).input_ids, p.input_ids);
+  std::string msg = input_error_of([&] { gt::tokenize_prompt(rec, {4}, *tok, static_cast<int64_t>(n_prompt) - 1); });
+  EXPECT_NE(msg.find("record id \"cora_test_1\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("longer than max_len"), std::string::npos) << msg;
+  // No final answer to prompt for.
+  auto open_q = make_record("cora_test_3", {{"human", "A <graph>?"}, {"gpt", "x"}, {"human", "B?"}});
+  msg = input_error_of([&] { gt::tokenize_prompt(open_q, {2}, *tok, 4096); });
+  EXPECT_NE(msg.find("last turn must be the gpt answer"), std::string::npos) << msg;
+}
+
 TEST(Conversation, BadArgumentsNameTheRecordOrTokenizer) {
   auto plain = gt::byte_tokenizer();
   auto rec = make_record("cora_1", {{"human", "<graph>?"}, {"gpt", "yes"}});
@@ -310,6 +344,22 @@ TEST(ConversationLlama, MultiRound) {
   ASSERT_EQ(ex.input_ids[pos.back()], 2);
   EXPECT_EQ(tok->decode(std::vector<int32_t>(ex.input_ids.begin() + pos.back() + 1, ex.input_ids.end())),
             "USER: Thanks. ");
+}
+
+TEST(ConversationLlama, PromptIsTheConversationPrefix) {
+  GT_REQUIRE_ASSETS(assets);
+  auto tok = llama_tokenizer(assets);
+  auto rec = make_record("arxiv_test_1", {{"human", "Given a citation graph: <graph>. Which class?"},
+                                          {"gpt", "cs.LG, Machine Learning"}});
+  const auto full = gt::tokenize_conversation(rec, {3}, *tok, 2048);
+  const auto p = gt::tokenize_prompt(rec, {3}, *tok, 2048);
+  const auto learned = learned_positions(full);
+  ASSERT_FALSE(learned.empty());
+  // The prompt ends where the answer's first learned token starts, after "ASSISTANT:".
+  ASSERT_EQ(p.input_ids.size(), learned.front());
+  EXPECT_EQ(p.input_ids, std::vector<int32_t>(full.input_ids.begin(), full.input_ids.begin() + learned.front()));
+  EXPECT_EQ(p.graph_spans, full.graph_spans);
+  EXPECT_EQ(tok->id_to_piece(p.input_ids.back()), ":");
 }
 
 TEST(ConversationLlama, LinkPredictionHasTwoSpans) {

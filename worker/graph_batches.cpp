@@ -22,10 +22,9 @@ std::string record_where(const std::string& where, const std::string& id) {
   return (where.empty() ? std::string() : where + ": ") + "record id \"" + id + "\"";
 }
 
-}  // namespace
-
-GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
-                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where) {
+// The record's graphs (features gathered, local edges), its graph node counts in `counts`.
+GraphExample gather_graphs(const InstructionRecord& record, const FeatureTable& features,
+                           const std::string& where, std::vector<int64_t>& counts) {
   const torch::Tensor& table = features.of(record.dataset, record_where(where, record.id));
   if (table.dim() != 2 || table.scalar_type() != torch::kFloat32)
     fail(where, "feature table of dataset '" + record.dataset + "' is not a [N, F] float32 tensor");
@@ -33,7 +32,7 @@ GraphExample make_example(const InstructionRecord& record, const FeatureTable& f
 
   GraphExample ex;
   ex.id = record.id;
-  std::vector<int64_t> counts;
+  counts.clear();
   counts.reserve(record.graphs.size());
   for (const GraphRef& g : record.graphs) {
     const int64_t n = static_cast<int64_t>(g.node_list.size());
@@ -51,7 +50,24 @@ GraphExample make_example(const InstructionRecord& record, const FeatureTable& f
     }
     ex.edge_index.push_back(ei);
   }
+  return ex;
+}
+
+}  // namespace
+
+GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
+                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where) {
+  std::vector<int64_t> counts;
+  GraphExample ex = gather_graphs(record, features, where, counts);
   ex.tokens = tokenize_conversation(record, counts, tokenizer, max_len);
+  return ex;
+}
+
+GraphExample make_prompt_example(const InstructionRecord& record, const FeatureTable& features,
+                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where) {
+  std::vector<int64_t> counts;
+  GraphExample ex = gather_graphs(record, features, where, counts);
+  ex.tokens = tokenize_prompt(record, counts, tokenizer, max_len);
   return ex;
 }
 

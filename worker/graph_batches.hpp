@@ -41,6 +41,12 @@ struct GraphExample {
 GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
                           const Tokenizer& tokenizer, int64_t max_len, const std::string& where);
 
+// The same for generation: the features gathered as make_example does, the tokens only the
+// prompt of the final answer (tokenize_prompt: up to its "ASSISTANT:", labels all ignored; a
+// prompt longer than max_len is an InputError naming the record). collate() batches these too.
+GraphExample make_prompt_example(const InstructionRecord& record, const FeatureTable& features,
+                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where);
+
 // Right padding to the longest example: input_ids pad_id, labels kIgnoreIndex (-100) and
 // attention_mask 0 on padding. One GraphInput per graph of each example (row = the example's
 // index, start = its graph_spans[k][0]); a span whose length is not the graph's node count is

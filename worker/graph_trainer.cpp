@@ -20,6 +20,10 @@ int run_graph_stage(const TrainConfig& cfg) {
   auto records = std::make_shared<const std::vector<InstructionRecord>>(read_instructions(cfg.instructions));
   GraphGptSetup s = build_graphgpt(cfg);
   GraphGpt& model = s.model;
+  // All records are checked against the feature tables before training starts, not when a
+  // background worker first meets a bad one.
+  for (const auto& r : *records)
+    check_node_ids(r, s.features.of(r.dataset, cfg.instructions + ": record " + r.id).size(0), cfg.instructions);
 
   GraphBatchStream stream(records, s.features, *s.tokenizer, cfg.max_len, cfg.batch_size,
                           static_cast<uint64_t>(cfg.seed), static_cast<int>(cfg.num_workers), cfg.instructions);

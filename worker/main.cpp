@@ -9,6 +9,7 @@ static int worker_main(int argc, char** argv) {
   int exit_code = 0;
   gt::add_generate_command(app, exit_code);
   gt::add_train_command(app, exit_code);
+  gt::add_eval_command(app, exit_code);
   gt::add_convert_commands(app, exit_code);
   int rc = gt::parse_command_line(app, argc, argv);
   return rc >= 0 ? rc : exit_code;

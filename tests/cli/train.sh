@@ -52,5 +52,5 @@ expect_fail "bad override" "command line --optimizer.lr: expected a number, got 
 expect_fail "stage not there yet" "not supported yet" -- "$GT" train --config "$CFG" --training.stage grounding --job.out_dir "$TMP/x4"
 expect_fail "graph stage without records" "[data].instructions: stage 'task' needs" -- "$GT" train --config "$CFG" --training.stage task --job.out_dir "$TMP/x7"
 expect_fail "seq_len beyond context" "exceeds the model's context" -- "$GT" train --config "$CFG" --training.seq_len 4096 --job.out_dir "$TMP/x5"
-check "failed runs leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 2>/dev/null"
+check "failed runs leave no output folder" bash -c "for d in $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7; do test ! -e \"\$d\" || exit 1; done"
 finish

@@ -1,0 +1,130 @@
+// The GraphGPT composite: graph tokens spliced where the prompt has <g_patch>, what trains and
+// what stays frozen, and that training the projector alone through a frozen LLM can learn an
+// answer that only the graph carries.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/graphgpt.hpp"
+#include "worker/train_loop.hpp"
+
+namespace {
+
+constexpr int64_t kVocab = 20, kPatch = 17, kStart = 18, kEnd = 19, kYes = 5, kNo = 6;
+
+gt::GraphGpt tiny_graphgpt(uint64_t seed) {
+  gt::LlamaConfig c;
+  c.dim = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.hidden_dim = 64;
+  c.vocab_size = kVocab;
+  c.max_seq_len = 64;
+  gt::Llama llm(c);
+  llm->init_weights(seed);
+  {
+    // Fresh weights (std 0.02) read out near-uniform logits whatever the input; a trained LLM
+    // does not. Larger weights stand in for one, so a frozen LLM can answer confidently.
+    torch::NoGradGuard ng;
+    for (auto& [n, t] : llm->named_weights())
+      if (t.dim() == 2) t.mul_(10.0);
+  }
+  gt::GraphEncoderConfig ec;
+  ec.gnn_input = ec.att_d_model = ec.gnn_output = 16;
+  ec.gt_layers = 1;
+  ec.head = 2;
+  gt::GraphEncoder enc(ec);
+  enc->init_weights(seed + 1);
+  gt::GraphProjector proj(16, 32);
+  proj->init_weights(seed + 2);
+  gt::GraphGpt m(llm, enc, proj, gt::GraphTokenIds{kPatch, kStart, kEnd});
+  m->freeze_for_graph_tuning();
+  return m;
+}
+
+// "1 <g_start> <g_patch> <g_patch> <g_end> 3 ANSWER": the answer is yes when the graph's nodes
+// carry pattern A, no for pattern B; the text is the same for both.
+gt::GraphGptBatch batch_of(const std::vector<int>& classes) {
+  gt::GraphGptBatch b;
+  const int64_t B = static_cast<int64_t>(classes.size());
+  b.input_ids = torch::tensor(std::vector<int64_t>{1, kStart, kPatch, kPatch, kEnd, 3, 0}).repeat({B, 1});
+  b.labels = torch::full({B, 7}, -100, torch::kInt64);
+  b.attention_mask = torch::ones({B, 7}, torch::kInt64);
+  for (int64_t r = 0; r < B; ++r) {
+    const int64_t answer = classes[r] ? kYes : kNo;
+    b.input_ids[r][6] = answer;
+    b.labels[r][6] = answer;
+    auto x = torch::zeros({2, 16});
+    x.narrow(1, classes[r] ? 0 : 8, 8).fill_(1.0);
+    b.graphs.push_back({r, 2, x, torch::tensor(std::vector<int64_t>{0, 1, 1, 0}).view({2, 2})});
+    b.ids.push_back("r" + std::to_string(r));
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST(GraphGpt, SplicesEveryGraphAndChecksThePatchRun) {
+  auto m = tiny_graphgpt(1);
+  torch::NoGradGuard ng;
+  auto b = batch_of({1, 0});
+  auto e = m->embed(b);
+  auto plain = m->llm->embed(b.input_ids);
+  // Text positions keep the token embeddings; the patch positions hold projected node embeddings.
+  EXPECT_TRUE(torch::allclose(e[0][0], plain[0][0]));
+  EXPECT_TRUE(torch::allclose(e[0][5], plain[0][5]));
+  auto nodes = m->projector->forward(m->encoder->forward(b.graphs[0].x, b.graphs[0].edge_index));
+  EXPECT_TRUE(torch::allclose(e[0].narrow(0, 2, 2), nodes, 1e-5, 1e-6));
+  EXPECT_FALSE(torch::allclose(e[0][2], e[1][2]));  // different graphs, different tokens
+  // A graph placed where the prompt has no <g_patch> run is an error naming the record.
+  b.graphs[1].start = 3;
+  EXPECT_THROW(m->embed(b), std::exception);
+}
+
+TEST(GraphGpt, OnlyProjectorAndTokenRowsTrainAndTheyLearnFromTheGraph) {
+  auto m = tiny_graphgpt(3);
+  std::map<std::string, torch::Tensor> llm_before, enc_before;
+  for (auto& [n, t] : m->llm->named_weights()) llm_before[n] = t.detach().clone();
+  for (auto& [n, t] : m->encoder->named_weights()) enc_before[n] = t.detach().clone();
+  auto proj_before = m->projector->weight().detach().clone();
+
+  gt::TrainConfig cfg;
+  cfg.lr = 1e-2;
+  cfg.warmup_ratio = 0;
+  cfg.log_every = 10;
+  auto train = batch_of({1, 0, 1, 0});
+  double first = 0;
+  auto log = gt::run_train_loop({m->projector->weight()}, {m->projector->bias(), m->trainable_parameters().back()},
+                                cfg, 80,
+                                [&](int64_t step, int64_t) {
+                                  auto loss = m->loss(train);
+                                  loss.backward();
+                                  if (step == 0) first = loss.item<double>();
+                                  return gt::MicroStep{loss.item<double>(), 28};
+                                },
+                                [](const gt::StepLog&) {});
+  EXPECT_LT(log.back().loss, 0.2 * first) << "first " << first << " last " << log.back().loss;
+  for (auto& [n, t] : m->llm->named_weights()) EXPECT_TRUE(torch::equal(t, llm_before[n])) << n;
+  for (auto& [n, t] : m->encoder->named_weights()) EXPECT_TRUE(torch::equal(t, enc_before[n])) << n;
+  EXPECT_FALSE(torch::equal(m->projector->weight(), proj_before));
+  // Unseen graphs of the two patterns get the right answers: the graph carries the label.
+  torch::NoGradGuard ng;
+  auto test = batch_of({0, 1});
+  auto logits = m->forward(test);
+  EXPECT_EQ(logits[0][5].argmax().item<int64_t>(), kNo);
+  EXPECT_EQ(logits[1][5].argmax().item<int64_t>(), kYes);
+}
+
+TEST(GraphGpt, TokenRowsRoundTripAndMergeIntoTheEmbedding) {
+  auto m = tiny_graphgpt(5);
+  auto rows = m->token_rows();
+  ASSERT_EQ(rows.size(), 2u);
+  std::map<std::string, torch::Tensor> changed{{"g_start", rows[0].second + 1}, {"g_end", rows[1].second - 1}};
+  m->load_token_rows(changed, "rows.safetensors");
+  auto merged = m->merged_embedding();
+  EXPECT_TRUE(torch::allclose(merged[kStart], changed["g_start"]));
+  EXPECT_TRUE(torch::allclose(merged[kEnd], changed["g_end"]));
+  EXPECT_TRUE(torch::equal(merged[0], m->llm->embedding_weight()[0]));
+  std::map<std::string, torch::Tensor> bad{{"g_start", torch::zeros({3})}, {"g_end", torch::zeros({32})}};
+  EXPECT_THROW(m->load_token_rows(bad, "rows.safetensors"), std::exception);
+}
