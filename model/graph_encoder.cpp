@@ -7,28 +7,12 @@
 
 #include "common/error.hpp"
 #include "model/graph_projector.hpp"
+#include "model/named_weights.hpp"
 #include "model/safetensors.hpp"
 
 namespace gt {
 
 namespace {
-
-// Registers `t` under a dotted checkpoint name ("gtLayers.0.norm.weight") by creating plain
-// intermediate modules, so named_parameters() yields the names as they are.
-torch::Tensor add_param(torch::nn::Module& root, const std::string& dotted, torch::Tensor t) {
-  torch::nn::Module* m = &root;
-  size_t start = 0;
-  for (size_t dot; (dot = dotted.find('.', start)) != std::string::npos; start = dot + 1) {
-    std::string part = dotted.substr(start, dot - start);
-    auto children = m->named_children();
-    if (auto* found = children.find(part)) {
-      m = found->get();
-    } else {
-      m = m->register_module(part, std::make_shared<torch::nn::Module>()).get();
-    }
-  }
-  return m->register_parameter(dotted.substr(start), std::move(t));
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -52,21 +36,21 @@ GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
   if (auto p = cfg.problem(); !p.empty()) fail("graph encoder config", p);
   const int64_t D = cfg.att_d_model;
   auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
-  w_pos_ = add_param(*this, "W_pos", mk({1, D}));
-  w_p_w_ = add_param(*this, "W_P.weight", mk({D, cfg.gnn_input}));
-  w_p_b_ = add_param(*this, "W_P.bias", mk({D}));
+  w_pos_ = add_named_param(*this, "W_pos", mk({1, D}));
+  w_p_w_ = add_named_param(*this, "W_P.weight", mk({D, cfg.gnn_input}));
+  w_p_b_ = add_named_param(*this, "W_P.bias", mk({D}));
   for (int64_t i = 0; i < cfg.gt_layers; ++i) {
     const std::string p = "gtLayers." + std::to_string(i) + ".";
-    q_.push_back(add_param(*this, p + "qTrans", mk({D, D})));
-    k_.push_back(add_param(*this, p + "kTrans", mk({D, D})));
-    v_.push_back(add_param(*this, p + "vTrans", mk({D, D})));
+    q_.push_back(add_named_param(*this, p + "qTrans", mk({D, D})));
+    k_.push_back(add_named_param(*this, p + "kTrans", mk({D, D})));
+    v_.push_back(add_named_param(*this, p + "vTrans", mk({D, D})));
     if (cfg.att_norm) {
-      norm_w_.push_back(add_param(*this, p + "norm.weight", mk({D})));
-      norm_b_.push_back(add_param(*this, p + "norm.bias", mk({D})));
+      norm_w_.push_back(add_named_param(*this, p + "norm.weight", mk({D})));
+      norm_b_.push_back(add_named_param(*this, p + "norm.bias", mk({D})));
     }
   }
-  inv_w_ = add_param(*this, "inverW_P.weight", mk({cfg.gnn_output, D}));
-  inv_b_ = add_param(*this, "inverW_P.bias", mk({cfg.gnn_output}));
+  inv_w_ = add_named_param(*this, "inverW_P.weight", mk({cfg.gnn_output, D}));
+  inv_b_ = add_named_param(*this, "inverW_P.bias", mk({cfg.gnn_output}));
   init_weights(0);
 }
 
@@ -102,26 +86,7 @@ std::vector<std::pair<std::string, torch::Tensor>> GraphEncoderImpl::named_weigh
 
 void GraphEncoderImpl::load_weights(const std::map<std::string, torch::Tensor>& weights,
                                     const std::string& source, const std::string& prefix) {
-  auto mine = named_weights();
-  for (const auto& [name, t] : weights) {
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;  // outside the prefix: not ours
-    bool known = false;
-    for (const auto& m : mine) known |= prefix + m.first == name;
-    if (!known) fail(source, "unexpected tensor '" + name + "' for this graph encoder config");
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : mine) {
-    auto it = weights.find(prefix + name);
-    if (it == weights.end()) fail(source, "missing tensor '" + prefix + name + "'");
-    const torch::Tensor& t = it->second;
-    if (t.sizes() != p.sizes()) {
-      std::ostringstream ss;
-      ss << "tensor '" << prefix << name << "' has shape " << t.sizes() << ", the graph encoder needs " << p.sizes();
-      fail(source, ss.str());
-    }
-    if (!t.is_floating_point()) fail(source, "tensor '" + prefix + name + "' is not floating point");
-    p.copy_(t);
-  }
+  copy_named_weights(named_weights(), weights, source, "this graph encoder config", prefix);
 }
 
 void GraphEncoderImpl::load_file(const std::string& path, const std::string& prefix) {

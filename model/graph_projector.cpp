@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "model/named_weights.hpp"
 #include "model/safetensors.hpp"
 
 namespace gt {
@@ -55,19 +56,7 @@ void GraphProjectorImpl::load_weights(const std::map<std::string, torch::Tensor>
                        kGraphProjectorWeight + " and " + kGraphProjectorBias + ")");
     }
   }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : mine) {
-    auto it = weights.find(name);
-    if (it == weights.end()) fail(source, "missing tensor '" + name + "'");
-    const torch::Tensor& t = it->second;
-    if (t.sizes() != p.sizes()) {
-      std::ostringstream ss;
-      ss << "tensor '" << name << "' has shape " << t.sizes() << ", the graph projector needs " << p.sizes();
-      fail(source, ss.str());
-    }
-    if (!t.is_floating_point()) fail(source, "tensor '" + name + "' is not floating point");
-    p.copy_(t);
-  }
+  copy_named_weights(mine, weights, source, "the graph projector");
 }
 
 namespace {

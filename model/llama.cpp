@@ -5,27 +5,11 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "model/named_weights.hpp"
 
 namespace gt {
 
 namespace {
-
-// Registers `t` under a dotted Hugging Face name ("model.layers.0.self_attn.q_proj.weight") by
-// creating the plain intermediate modules, so named_parameters() yields those names as they are.
-torch::Tensor add_param(torch::nn::Module& root, const std::string& dotted, torch::Tensor t) {
-  torch::nn::Module* m = &root;
-  size_t start = 0;
-  for (size_t dot; (dot = dotted.find('.', start)) != std::string::npos; start = dot + 1) {
-    std::string part = dotted.substr(start, dot - start);
-    auto children = m->named_children();
-    if (auto* found = children.find(part)) {
-      m = found->get();
-    } else {
-      m = m->register_module(part, std::make_shared<torch::nn::Module>()).get();
-    }
-  }
-  return m->register_parameter(dotted.substr(start), std::move(t));
-}
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
   // In float32 whatever the storage dtype, as Hugging Face does, then back.
@@ -45,21 +29,21 @@ LlamaImpl::LlamaImpl(const LlamaConfig& cfg) : cfg_(cfg) {
   if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
-  embed_tokens_ = add_param(*this, "model.embed_tokens.weight", mk({cfg.vocab_size, D}));
+  embed_tokens_ = add_named_param(*this, "model.embed_tokens.weight", mk({cfg.vocab_size, D}));
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    attn_norm_.push_back(add_param(*this, p + "input_layernorm.weight", mk({D})));
-    q_.push_back(add_param(*this, p + "self_attn.q_proj.weight", mk({D, D})));
-    k_.push_back(add_param(*this, p + "self_attn.k_proj.weight", mk({KV, D})));
-    v_.push_back(add_param(*this, p + "self_attn.v_proj.weight", mk({KV, D})));
-    o_.push_back(add_param(*this, p + "self_attn.o_proj.weight", mk({D, D})));
-    ffn_norm_.push_back(add_param(*this, p + "post_attention_layernorm.weight", mk({D})));
-    gate_.push_back(add_param(*this, p + "mlp.gate_proj.weight", mk({H, D})));
-    up_.push_back(add_param(*this, p + "mlp.up_proj.weight", mk({H, D})));
-    down_.push_back(add_param(*this, p + "mlp.down_proj.weight", mk({D, H})));
+    attn_norm_.push_back(add_named_param(*this, p + "input_layernorm.weight", mk({D})));
+    q_.push_back(add_named_param(*this, p + "self_attn.q_proj.weight", mk({D, D})));
+    k_.push_back(add_named_param(*this, p + "self_attn.k_proj.weight", mk({KV, D})));
+    v_.push_back(add_named_param(*this, p + "self_attn.v_proj.weight", mk({KV, D})));
+    o_.push_back(add_named_param(*this, p + "self_attn.o_proj.weight", mk({D, D})));
+    ffn_norm_.push_back(add_named_param(*this, p + "post_attention_layernorm.weight", mk({D})));
+    gate_.push_back(add_named_param(*this, p + "mlp.gate_proj.weight", mk({H, D})));
+    up_.push_back(add_named_param(*this, p + "mlp.up_proj.weight", mk({H, D})));
+    down_.push_back(add_named_param(*this, p + "mlp.down_proj.weight", mk({D, H})));
   }
-  norm_ = add_param(*this, "model.norm.weight", mk({D}));
-  if (!cfg.tie_embeddings) lm_head_ = add_param(*this, "lm_head.weight", mk({cfg.vocab_size, D}));
+  norm_ = add_named_param(*this, "model.norm.weight", mk({D}));
+  if (!cfg.tie_embeddings) lm_head_ = add_named_param(*this, "lm_head.weight", mk({cfg.vocab_size, D}));
   init_weights(0);
 }
 
@@ -86,25 +70,7 @@ std::vector<std::pair<std::string, torch::Tensor>> LlamaImpl::named_weights() co
 }
 
 void LlamaImpl::load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source) {
-  auto mine = named_weights();
-  for (const auto& [name, t] : weights) {
-    bool known = false;
-    for (const auto& m : mine) known |= m.first == name;
-    if (!known) fail(source, "unexpected tensor '" + name + "' for this model config");
-  }
-  torch::NoGradGuard no_grad;
-  for (auto& [name, p] : mine) {
-    auto it = weights.find(name);
-    if (it == weights.end()) fail(source, "missing tensor '" + name + "'");
-    const torch::Tensor& t = it->second;
-    if (t.sizes() != p.sizes()) {
-      std::ostringstream ss;
-      ss << "tensor '" << name << "' has shape " << t.sizes() << ", the config needs " << p.sizes();
-      fail(source, ss.str());
-    }
-    if (!t.is_floating_point()) fail(source, "tensor '" + name + "' is not floating point");
-    p.copy_(t);
-  }
+  copy_named_weights(named_weights(), weights, source, "this model config");
 }
 
 torch::Tensor LlamaImpl::embed(const torch::Tensor& tokens) {
