@@ -1,4 +1,4 @@
-#include "model/grounding.hpp"
+#include "worker/grounding.hpp"
 
 #include <torch/torch.h>
 
