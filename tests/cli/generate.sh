@@ -17,6 +17,10 @@ check "logs go to stderr" grep -q "tok/s" "$TMP/err.txt"
 head -c "$(($(wc -c <"$TMP/short.txt") - 1))" "$TMP/short.txt" >"$TMP/short-body.txt"
 check "fewer tokens: a prefix of the golden text" cmp -n "$(wc -c <"$TMP/short-body.txt")" "$TMP/short-body.txt" "$GOLDEN"
 
+"$GT" generate --model "$M" --tokenizer "$T" --prompt "Once upon a time" --max-new-tokens 30 --temperature 0 \
+  --dtype bf16 >"$TMP/bf16.txt" 2>/dev/null
+check "bf16 generates from the same prompt" grep -q "^Once upon a time, there was" "$TMP/bf16.txt"
+
 # Sampling: the same seed gives the same text; another seed another text.
 for s in 7 7 8; do
   "$GT" generate --model "$M" --tokenizer "$T" --prompt "Once upon a time" --max-new-tokens 60 \
