@@ -73,6 +73,14 @@ std::vector<std::vector<std::string>> tsv_rows(const std::string& path, const st
   return rows;
 }
 
+// The rows of a TSV file whose first line must be exactly `header`.
+std::vector<std::vector<std::string>> headed_tsv_rows(const std::string& path, const std::string& header,
+                                                      size_t fields, std::vector<size_t>& line_of) {
+  auto lines = file_lines(path);
+  if (lines.empty() || lines[0] != header) fail(path, "line 1: header must be '" + header + "'");
+  return tsv_rows(path, lines, 1, fields, line_of);
+}
+
 }  // namespace
 
 bool is_cora_ml_folder(const std::string& dir) {
@@ -109,11 +117,8 @@ TextGraph load_cora_ml(const std::string& dir) {
   // nodes.tsv
   {
     const std::string path = join_path(dir, "nodes.tsv");
-    const std::string header = "idx\tpaper_id\tlabel\tlabel_name\tkeywords";
-    auto lines = file_lines(path);
-    if (lines.empty() || lines[0] != header) fail(path, "line 1: header must be '" + header + "'");
     std::vector<size_t> line_of;
-    auto rows = tsv_rows(path, lines, 1, 5, line_of);
+    auto rows = headed_tsv_rows(path, "idx\tpaper_id\tlabel\tlabel_name\tkeywords", 5, line_of);
     if (rows.empty()) fail(path, "no nodes");
     g.nodes.resize(rows.size());
     for (size_t r = 0; r < rows.size(); ++r) {
@@ -149,11 +154,8 @@ TextGraph load_cora_ml(const std::string& dir) {
   // edges.tsv
   {
     const std::string path = join_path(dir, "edges.tsv");
-    const std::string header = "src\tdst";
-    auto lines = file_lines(path);
-    if (lines.empty() || lines[0] != header) fail(path, "line 1: header must be '" + header + "'");
     std::vector<size_t> line_of;
-    auto rows = tsv_rows(path, lines, 1, 2, line_of);
+    auto rows = headed_tsv_rows(path, "src\tdst", 2, line_of);
     std::set<std::pair<int32_t, int32_t>> seen;
     for (size_t r = 0; r < rows.size(); ++r) {
       const size_t ln = line_of[r];
