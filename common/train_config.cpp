@@ -91,6 +91,7 @@ TrainConfig read_train_config(const std::string& path,
   c.max_grad_norm = in_range("training", "max_grad_norm", c.max_grad_norm, 0.0, 1e9);
   c.log_every = positive("training", "log_every", c.log_every);
   c.threads = r.get_int("training", "threads", c.threads);
+  c.activation_checkpointing = r.get_bool("training", "activation_checkpointing", c.activation_checkpointing);
   if (c.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
 
   one_of("optimizer", "name", "adamw", {"adamw"});

@@ -45,6 +45,9 @@ struct TrainConfig {
   std::string trainable = "graphgpt";  // graphgpt: projector + <g_start>/<g_end> rows; projector: projector only
   double max_grad_norm = 1.0;
   int64_t log_every = 10, threads = 0;  // 0: all cores
+  // Recompute each decoder layer's activations in the backward pass instead of keeping them:
+  // less memory for one more forward of every layer.
+  bool activation_checkpointing = false;
 
   // [optimizer] AdamW
   double lr = 3e-3, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;

@@ -46,7 +46,12 @@ std::vector<torch::Tensor> GraphGptImpl::trainable_parameters() {
 
 torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
   const auto& ids = batch.input_ids;
-  auto x = llm->embed(ids);
+  // Text rows come from the embedding table (bf16 when frozen for bf16 training), graph tokens
+  // and <g_start>/<g_end> from trainable fp32 master weights: combine them in the wider dtype, so
+  // the learned parts are not rounded to bf16 before the first layer and the residual stream is
+  // fp32, as autocast expects (it casts each matmul's inputs itself). All-bf16 stays bf16.
+  const auto dtype = c10::promoteTypes(llm->embedding_weight().scalar_type(), projector->weight().scalar_type());
+  auto x = llm->embed(ids).to(dtype);
   // <g_start> / <g_end> from their own rows: where the id matches, take the learned row.
   auto rows = graph_token_rows_.to(x.scalar_type());
   auto is_start = (ids == ids_.start).unsqueeze(-1), is_end = (ids == ids_.end).unsqueeze(-1);
@@ -97,6 +102,7 @@ void GraphGptImpl::load_token_rows(const std::map<std::string, torch::Tensor>& r
 
 torch::Tensor GraphGptImpl::merged_embedding() const {
   torch::NoGradGuard ng;
+  // In the table's dtype: fp32 rows are rounded into a bf16 table by copy_.
   auto w = llm->embedding_weight().detach().clone();
   w[ids_.start].copy_(graph_token_rows_[0]);
   w[ids_.end].copy_(graph_token_rows_[1]);

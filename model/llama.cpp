@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "model/activation_checkpoint.hpp"
 #include "model/named_weights.hpp"
 
 namespace gt {
@@ -127,6 +128,13 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
   return torch::linear(y, o_[layer]);
 }
 
+torch::Tensor LlamaImpl::layer(int64_t i, const torch::Tensor& x0, const torch::Tensor& mask, KVCache* cache,
+                               int64_t pos0, const torch::Tensor& position_ids) {
+  auto x = x0 + attention(i, rms_norm(x0, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids);
+  auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
+  return x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
+}
+
 torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
                                         const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1);
@@ -143,10 +151,19 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
       throw std::runtime_error("key_mask must be [batch, cached + new positions]");
     mask = mask & key_mask.to(torch::kBool).view({B, 1, 1, total});
   }
+  // A cache is written as a side effect, which a recomputation would repeat: generation runs
+  // without grad anyway, so checkpointing only ever applies to training forwards.
+  const bool ckpt = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
   for (int64_t i = 0; i < cfg_.n_layers; ++i) {
-    x = x + attention(i, rms_norm(x, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids);
-    auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
-    x = x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
+    if (!ckpt) {
+      x = layer(i, x, mask, cache, pos0, position_ids);
+      continue;
+    }
+    // The mask and positions are captured by value: backward runs after this call has returned.
+    auto body = [this, i, mask, pos0, position_ids](const torch::Tensor& in) {
+      return layer(i, in, mask, nullptr, pos0, position_ids);
+    };
+    x = checkpoint(body, x, {attn_norm_[i], q_[i], k_[i], v_[i], o_[i], ffn_norm_[i], gate_[i], up_[i], down_[i]});
   }
   if (cache) cache->len = total;
   x = rms_norm(x, norm_, cfg_.norm_eps);

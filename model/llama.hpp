@@ -60,11 +60,20 @@ class LlamaImpl : public torch::nn::Module {
   // `source` (the file) and the tensor.
   void load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source);
 
+  // Activation checkpointing (model/activation_checkpoint.hpp): when on, a forward with grad
+  // mode enabled and no KV cache keeps only each decoder layer's input and recomputes the layer
+  // in backward. Same results, less memory for long sequences, one more forward per layer.
+  void set_activation_checkpointing(bool on) { checkpointing_ = on; }
+  bool activation_checkpointing() const { return checkpointing_; }
+
  private:
-  struct Layer;
+  // Decoder layer i: x + attention, then + MLP (pre-norm residual blocks).
+  torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
+                      const torch::Tensor& position_ids);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
                           KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
   LlamaConfig cfg_;
+  bool checkpointing_ = false;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
 };

@@ -10,6 +10,7 @@
 #include "data/instructions.hpp"
 #include "worker/graph_batches.hpp"
 #include "worker/graphgpt_setup.hpp"
+#include "worker/mixed_precision.hpp"
 #include "worker/train_loop.hpp"
 
 namespace gt {
@@ -40,15 +41,25 @@ int run_graph_stage(const TrainConfig& cfg) {
 
   model->train();
   model->encoder->eval();  // frozen: no dropout
+  model->llm->set_activation_checkpointing(cfg.activation_checkpointing);
   std::vector<torch::Tensor> decay{model->projector->weight()}, no_decay{model->projector->bias()};
   if (cfg.trainable == "graphgpt") {
     no_decay.push_back(model->trainable_parameters().back());  // the <g_start>/<g_end> rows
   } else {
     model->trainable_parameters().back().set_requires_grad(false);
   }
+  // Frozen LLM and encoder are bf16 already (build_graphgpt); the projector and rows stay fp32.
+  std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.dtype, frozen_bytes(*model)).c_str());
+  const bool bf16 = is_bf16(cfg.dtype);
+  const auto device = model->projector->weight().device().type();
   auto micro = [&](int64_t, int64_t) {
     GraphGptBatch batch = stream.next();
-    auto loss = model->loss(batch);
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(bf16, device);  // bf16 matmuls; the logits come out fp32
+      logits = model->forward(batch);
+    }
+    auto loss = causal_lm_loss(logits, batch.labels);  // outside autocast: fp32
     (loss / static_cast<double>(cfg.grad_accum_steps)).backward();
     return MicroStep{loss.item<double>(), batch.num_tokens()};
   };

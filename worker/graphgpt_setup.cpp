@@ -11,6 +11,7 @@
 #include "model/safetensors.hpp"
 #include "model/special_tokens.hpp"
 #include "worker/feature_table_io.hpp"
+#include "worker/mixed_precision.hpp"
 
 namespace gt {
 
@@ -73,6 +74,9 @@ GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
     if (path_exists(rows)) s.model->load_token_rows(load_safetensors(rows), rows);
   }
   s.model->freeze_for_graph_tuning();
+  // bf16 training: the frozen LLM and encoder are stored in bf16 (half the memory); the
+  // trainable projector and token rows keep fp32 master weights. (Eval refuses bf16 for now.)
+  if (is_bf16(cfg.dtype)) store_frozen_in_bf16(*s.model);
   return s;
 }
 
@@ -81,7 +85,11 @@ void save_graph_stage_outputs(GraphGpt& model, const std::string& dir) {
   save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);
   save_graph_projector_safetensors(dir + "/graph_projector.safetensors", model->projector);
   save_safetensors(dir + "/" + kTokenRowsFile, model->token_rows());
-  model->encoder->save_safetensors(dir + "/graph_encoder.safetensors");
+  // fp32 whatever the run's precision, as the other files: a bf16 run stored the frozen encoder
+  // in bf16, and writes the values it ran with, widened exactly.
+  std::vector<std::pair<std::string, torch::Tensor>> encoder;
+  for (auto& [name, p] : model->encoder->named_weights()) encoder.emplace_back(name, p.detach().to(torch::kFloat32));
+  save_safetensors(dir + "/graph_encoder.safetensors", encoder);
 }
 
 }  // namespace gt

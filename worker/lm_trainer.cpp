@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/rng.hpp"
+#include "worker/mixed_precision.hpp"
 
 namespace gt {
 
@@ -36,9 +37,12 @@ torch::Tensor WindowSampler::next(int64_t batch) {
 std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainConfig& cfg,
                                 const std::function<void(const LmLogLine&)>& on_log) {
   model->train();
+  model->set_activation_checkpointing(cfg.activation_checkpointing);
   // Decay matrices only; norms are excluded, as Hugging Face's Trainer does.
   std::vector<torch::Tensor> decay, no_decay;
   for (auto& [name, p] : model->named_weights()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  const bool bf16 = is_bf16(cfg.dtype);
+  const auto device = model->embedding_weight().device().type();
   torch::Tensor global;
   auto micro = [&](int64_t, int64_t k) {
     // One draw per optimizer step, split into micro-batches: accumulation over k micro-batches
@@ -47,7 +51,13 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainCo
     auto batch = global.narrow(0, k * cfg.batch_size, cfg.batch_size);
     // Inputs and labels are the same window; causal_lm_loss shifts (position t predicts t+1),
     // and the one extra token makes the last position's label real.
-    auto loss = causal_lm_loss(model->forward(batch), batch);
+    torch::Tensor logits;
+    {
+      // bf16: matmuls in bf16 from the fp32 master weights; the logits come out fp32.
+      AutocastScope autocast(bf16, device);
+      logits = model->forward(batch);
+    }
+    auto loss = causal_lm_loss(logits, batch);  // outside autocast: fp32
     (loss / static_cast<double>(cfg.grad_accum_steps)).backward();
     return MicroStep{loss.item<double>(), cfg.batch_size * cfg.seq_len};
   };

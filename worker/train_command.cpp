@@ -19,6 +19,7 @@
 #include "worker/commands.hpp"
 #include "worker/graph_trainer.hpp"
 #include "worker/lm_trainer.hpp"
+#include "worker/mixed_precision.hpp"
 
 namespace gt {
 
@@ -55,7 +56,6 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     fail("mpirun", "not supported yet: training on " + std::to_string(world.size()) +
                        " ranks (data and pipeline parallelism come with the parallel runtime); run one rank");
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
-  if (cfg.dtype != "fp32") fail(cfg.path + ": [model].dtype", "not supported yet for training: '" + cfg.dtype + "' (fp32 only)");
   if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg);
 
   // Tokenizer and model shape first: cheap, and every mismatch is reported before allocating.
@@ -103,6 +103,8 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
                static_cast<long long>(mc.num_parameters()), static_cast<long long>(mc.dim),
                static_cast<long long>(mc.n_layers), static_cast<long long>(mc.n_heads),
                static_cast<long long>(mc.n_kv_heads), torch::get_num_threads());
+  // Stage lm trains every parameter: all of them are fp32 master weights, bf16 or not.
+  std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.dtype, frozen_bytes(*model)).c_str());
 
   train_lm(model, data, cfg, [&](const LmLogLine& l) {
     std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n",
@@ -117,8 +119,8 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   save_hf_folder(out, mc, weights, "fp32", /*max_shard_bytes=*/0, /*overwrite=*/true);
   save_llama2c_tokenizer(*tok, out + "/tokenizer.bin");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "graphtune: trained %lld steps in %.1f s; model written to %s\n",
-               static_cast<long long>(cfg.steps), secs, out.c_str());
+  std::fprintf(stderr, "graphtune: trained %lld steps in %.1f s; model written to %s (fp32%s)\n",
+               static_cast<long long>(cfg.steps), secs, out.c_str(), is_bf16(cfg.dtype) ? ": the master weights" : "");
   return 0;
 }
 

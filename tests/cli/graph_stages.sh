@@ -27,6 +27,18 @@ done
 check "stage 2 from stage 1's projector exits 0" test $? -eq 0
 check "stage 2 wrote its projector" test -s "$TMP/s2/graph_projector.bin"
 
+# Stage 1 in bf16 (configs/graphgpt/*.toml ask for it): frozen LLM and encoder stored in bf16,
+# the projector trained from fp32 master weights and written as fp32.
+"$GT" train --config "$CFG" "${STAGE[@]}" --training.stage graph_matching --data.instructions "$TMP/gm.json" \
+  --model.dtype bf16 --training.steps 2 --job.out_dir "$TMP/s1bf16" >/dev/null 2>"$TMP/s1bf16.err"
+check "stage 1 in bf16 exits 0" test $? -eq 0
+check "stage 1 in bf16 logs its precision" \
+  grep -q 'precision: bf16 autocast, fp32 master weights, frozen weights bf16 ([0-9.]* MB instead of [0-9.]* MB)' "$TMP/s1bf16.err"
+check "stage 1 in bf16 writes an fp32 projector" grep -q '"model.graph_projector.weight":{"dtype":"F32"' \
+  "$TMP/s1bf16/graph_projector.safetensors"
+check "stage 1 in bf16 writes its encoder in fp32" test "$(head -c 4000 "$TMP/s1bf16/graph_encoder.safetensors" |
+  grep -ao '"dtype":"[A-Z0-9]*"' | sort -u)" = '"dtype":"F32"'
+
 if "$PY" -c "import torch" 2>/dev/null; then
   "$PY" - "$TMP/s1/graph_projector.bin" "$TMP/lm/model/config.json" <<'PYEOF' >"$TMP/py.txt" 2>&1
 import json, sys, torch

@@ -28,6 +28,14 @@ check "generate reads the trained model back" grep -q '^graph' "$TMP/gen.txt"
   --training.seq_len 32 --job.out_dir "$TMP/b" 2>"$TMP/b.txt" >/dev/null
 check "deterministic losses" cmp <(grep '^step' "$TMP/a.txt" | cut -d'|' -f2) <(grep '^step' "$TMP/b.txt" | cut -d'|' -f2)
 
+# bf16: autocast over fp32 master weights (every parameter of stage lm trains); the written model
+# is those fp32 weights. Few short steps: bf16 matmuls are slow on CPUs without bf16 units.
+"$GT" train --config "$CFG" --model.dtype bf16 --training.steps 3 --training.log_every 1 --training.batch_size 2 \
+  --training.seq_len 32 --job.out_dir "$TMP/bf16" 2>"$TMP/bf16.txt" >/dev/null
+check "bf16 training exits 0" test $? -eq 0
+check "bf16 logs its precision once" test "$(grep -c 'precision: bf16 autocast, fp32 master weights' "$TMP/bf16.txt")" -eq 1
+check "bf16 run writes fp32 master weights" grep -q '"torch_dtype": "float32"' "$TMP/bf16/model/config.json"
+
 # Fine-tuning a model the user has: stories260K (llama2.c) with its tokenizer.
 if [ -d "$ASSETS/llm" ]; then
   "$GT" train --config "$CFG" --model.path "$ASSETS/llm/stories260K.bin" --model.tokenizer "$ASSETS/llm/tok512.bin" \
