@@ -15,8 +15,10 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "model/llama2c_tokenizer.hpp"
+#include "model/sentencepiece_training.hpp"
 #include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
+#include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace gt {
@@ -25,6 +27,7 @@ namespace {
 using Ids = std::vector<int32_t>;
 
 using test::TempDir;
+using test::input_error_of;
 
 // The InputError message of load_tokenizer(path), or "" when it loads.
 std::string load_error(const std::string& path) {
@@ -318,6 +321,41 @@ TEST(Tokenizer, BadFilesFailWithOneLineNamingTheFile) {
     EXPECT_EQ(std::string(e.what()),
               dir + "/llm/tok512.bin: tokenizer vocab 512 does not match model vocab 32000");
   }
+}
+
+// A tokenizer trained on the job's own texts (stage lm, tokenizer = "train"): the same texts
+// give the same model bytes; it loads as an ordinary tokenizer.model with LLaMA's ids; every
+// string round-trips exactly, unseen bytes included (byte fallback); frequent words become
+// single pieces; a vocabulary too small or no text is one clear error.
+TEST(SentencePieceTraining, DeterministicLoadableAndLossless) {
+  std::vector<std::string> texts;
+  const char* words[] = {"graph", "neural", "network", "citation", "paper", "topic", "learning", "database"};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 400; ++i) {
+    std::string t;
+    for (int w = 0; w < 12; ++w) t += std::string(w ? " " : "") + words[rng() % 8];
+    texts.push_back(t + (i % 3 == 0 ? "\nsecond line " + std::to_string(i) : ""));
+  }
+  const std::string a = train_sentencepiece(texts, 400, "test"), b = train_sentencepiece(texts, 400, "test");
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+
+  TempDir dir;
+  const std::string path = dir.path + "/tokenizer.model";
+  write_file_atomic(path, a);
+  auto tok = load_tokenizer(path);
+  EXPECT_EQ(tok->vocab_size(), 400);
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_EQ(tok->eos_id(), 2);
+  for (const std::string s : {"graph neural network", "unseen \xc3\xa9t\xc3\xa9 \xe2\x82\xac 12345 {tabs\t}", "citation\npaper"}) {
+    const auto ids = tok->encode(s, false, false);
+    EXPECT_EQ(tok->decode(ids), s);
+  }
+  EXPECT_EQ(tok->encode("citation", false, false).size(), 1u) << "a frequent word (with its space) is one piece";
+  EXPECT_NE(input_error_of([&] { train_sentencepiece(texts, 100, "cfg.toml: [model].vocab_size"); })
+                .find("cfg.toml: [model].vocab_size: a trained tokenizer's vocabulary must be in [300"),
+            std::string::npos);
+  EXPECT_NE(input_error_of([&] { train_sentencepiece({"", "\n"}, 320, "where"); }).find("where: no text"), std::string::npos);
 }
 
 }  // namespace
