@@ -39,6 +39,7 @@ TrainConfig read_train_config(const std::string& path,
 
   c.model_path = r.get_string("model", "path", c.model_path);
   c.tokenizer = r.get_string("model", "tokenizer", c.tokenizer);
+  c.vocab_size = positive("model", "vocab_size", c.vocab_size);
   c.dim = positive("model", "dim", c.dim);
   c.n_layers = positive("model", "n_layers", c.n_layers);
   c.n_heads = positive("model", "n_heads", c.n_heads);
@@ -63,12 +64,12 @@ TrainConfig read_train_config(const std::string& path,
   c.features = r.get_string("data", "features", c.features);
   c.max_len = positive("data", "max_len", c.max_len);
   c.num_workers = r.get_int("data", "num_workers", c.num_workers);
+  c.skip_invalid = r.get_bool("data", "skip_invalid", c.skip_invalid);
   if (c.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
 
   c.stage = one_of("training", "stage", c.stage, {"lm", "grounding", "graph_matching", "task"});
   const bool graph_stage = c.stage == "graph_matching" || c.stage == "task";
   if (train) {
-    if (c.stage == "grounding") r.reject("training", "stage", "not supported yet: stage 'grounding'");
     if (graph_stage && c.instructions.empty())
       r.reject("data", "instructions", "stage '" + c.stage + "' needs GraphGPT instruction records (graphtune data build)");
     if (graph_stage && c.model_path.empty())
@@ -78,6 +79,8 @@ TrainConfig read_train_config(const std::string& path,
       r.reject("data", "instructions", "eval needs GraphGPT instruction records to answer (graphtune data build --split test)");
     if (c.model_path.empty()) r.reject("model", "path", "eval runs GraphGPT on an existing LLM: name it");
   }
+  if (c.tokenizer == "train" && c.stage != "lm")
+    r.reject("model", "tokenizer", "\"train\" (a new vocabulary) is for stage 'lm' only; name the model's tokenizer or \"auto\"");
   c.epochs = r.get_int("training", "epochs", c.epochs);
   if (train && c.epochs < 0) r.reject("training", "epochs", "must be >= 0");
   c.steps = r.get_int("training", "steps", graph_stage ? 0 : c.steps);
@@ -109,6 +112,7 @@ TrainConfig read_train_config(const std::string& path,
   c.eval_max_new_tokens = positive("eval", "max_new_tokens", c.eval_max_new_tokens);
   c.eval_out_dir = r.get_string("eval", "out_dir", c.out_dir + "/eval");
   if (c.eval_out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
+  c.eval_text_only = r.get_bool("eval", "text_only", c.eval_text_only);
 
   r.finish();
   return c;

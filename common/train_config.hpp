@@ -19,8 +19,11 @@ struct TrainConfig {
   // [model] A model the user has (llama2.c .bin or Hugging Face folder), or a fresh one.
   std::string model_path;
   // "auto": the model's own tokenizer when [model].path is set, else the built-in byte
-  // tokenizer ("bytes"); or a tokenizer.model / llama2.c tokenizer file.
+  // tokenizer ("bytes"); or a tokenizer.model / llama2.c tokenizer file; or "train".
   std::string tokenizer = "auto";
+  // tokenizer = "train" (stage lm, fresh model): a SentencePiece BPE tokenizer of this many
+  // pieces is trained on the stage's texts and saved with the model.
+  int64_t vocab_size = 1024;
   int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
   std::string dtype = "fp32";  // fp32 | bf16
   // GraphGPT stages: the graph encoder's weights ("" = fresh, seeded; a safetensors file or a
@@ -29,7 +32,9 @@ struct TrainConfig {
   std::string graph_encoder, graph_encoder_prefix, projector;
 
   // [data]
-  std::string source = "embedded";  // "embedded" synthetic graph, or a text file (one document a line)
+  // Stage lm's corpus: "embedded" (the synthetic graph below), "graph" (the texts of
+  // [data].graph), or a text file (one document a line).
+  std::string source = "embedded";
   int64_t data_seed = 42, nodes = 2000, classes = 7;  // the embedded generator's defaults
   double noise = 0.4;
   // GraphGPT stages: instruction records (GraphGPT's JSON), the graph whose node features they
@@ -37,6 +42,9 @@ struct TrainConfig {
   // GraphGPT's model_max_length, and background threads preparing batches.
   std::string instructions, graph = "embedded", features;
   int64_t max_len = 2048, num_workers = 2;
+  // Drop invalid records (and, in the graph stages and eval, records whose nodes are not in the
+  // feature tables) with one line saying how many, instead of stopping at the first.
+  bool skip_invalid = false;
 
   // [training]
   std::string stage = "lm";
@@ -59,6 +67,9 @@ struct TrainConfig {
   // predictions.jsonl and metrics.json go (default: [job].out_dir + "/eval").
   int64_t eval_batch_size = 8, eval_max_new_tokens = 32;
   std::string eval_out_dir;
+  // Answer from the text alone: the records' <graph> markers are dropped and no graph token
+  // is spliced (the baseline a graph model must beat).
+  bool eval_text_only = false;
 };
 
 // What the config is read for. Every key of every section is read (and type-checked) either

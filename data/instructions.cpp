@@ -165,7 +165,11 @@ void validate(const InstructionRecord& rec, const RecordContext& ctx) {
                                   quoted(dataset_of_id(rec.id)));
   const bool lp = is_link_prediction_id(rec.id);
   const size_t want_graphs = lp ? 2 : 1;
-  if (rec.graphs.size() != want_graphs)
+  // No graph and no marker: a text-only view of a record (text_only_record), valid as such.
+  size_t markers_seen = 0;
+  for (const Turn& t : rec.conversations) markers_seen += count_of(t.value, kGraphMarker);
+  const bool text_only = rec.graphs.empty() && markers_seen == 0;
+  if (rec.graphs.size() != want_graphs && !text_only)
     ctx.fail_field("graph", std::to_string(rec.graphs.size()) + " graphs, but " +
                                 (lp ? "a link-prediction record (id ending in _LP) has 2"
                                     : "a record whose id does not end in _LP has 1"));
@@ -333,6 +337,23 @@ void check_node_ids(const InstructionRecord& record, int64_t num_nodes, const st
       if (bad(g.node_list[i]))
         ctx.fail_field("graph.node_list" + s + "[" + std::to_string(i) + "]", problem(g.node_list[i]));
   }
+}
+
+InstructionRecord text_only_record(const InstructionRecord& record) {
+  InstructionRecord out = record;
+  out.graphs.clear();
+  const std::string marker = kGraphMarker;
+  for (Turn& t : out.conversations) {
+    std::string text;
+    size_t pos = 0;
+    for (size_t at = t.value.find(marker); at != std::string::npos; at = t.value.find(marker, pos)) {
+      text += t.value.substr(pos, at - pos);
+      pos = at + marker.size();
+      if (pos < t.value.size() && t.value[pos] == '\n') ++pos;
+    }
+    t.value = text + t.value.substr(pos);
+  }
+  return out;
 }
 
 }  // namespace gt

@@ -73,6 +73,13 @@ std::string dataset_of_id(const std::string& id);
 // Whether the reference treats the record as link prediction: id.split('_')[-1] == "LP".
 bool is_link_prediction_id(const std::string& id);
 
+// The same question without its graphs, for answering from the text alone (the text-only
+// baseline, and the instruction documents an LLM warms up on): every "<graph>" marker is
+// removed together with one line break right after it, and graphs is emptied.
+// validate_instruction accepts such a record (no graph, no marker); GraphGPT's JSON cannot hold
+// one (its "graph" key is required), so it lives in memory only.
+InstructionRecord text_only_record(const InstructionRecord& record);
+
 // GraphGPT's marker for a graph in a human turn, and the reserved texts no turn may contain
 // (the template's separator and the tokens a marker expands to).
 inline constexpr const char* kGraphMarker = "<graph>";

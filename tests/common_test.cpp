@@ -73,8 +73,15 @@ TEST(Config, TrainConfigValidatesWholeBeforeUse) {
   EXPECT_NE(msg.find("command line --training.steps: must be positive"), std::string::npos) << msg;
   msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"model.n_kv_heads", "3"}}); });
   EXPECT_NE(msg.find("n_kv_heads: must divide n_heads"), std::string::npos) << msg;
-  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "grounding"}}); });
-  EXPECT_NE(msg.find("not supported yet"), std::string::npos) << msg;
+  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "pretrain"}}); });
+  EXPECT_NE(msg.find("command line --training.stage: 'pretrain' is not one of: lm, grounding, graph_matching, task"),
+            std::string::npos) << msg;
+  msg = gt::test::input_error_of(
+      [&] { gt::read_train_config(p, {{"model.tokenizer", "train"}, {"training.stage", "grounding"}}); });
+  EXPECT_NE(msg.find("is for stage 'lm' only"), std::string::npos) << msg;
+  EXPECT_EQ(gt::read_train_config(p, {{"training.stage", "grounding"}}).stage, "grounding");
+  EXPECT_TRUE(gt::read_train_config(p, {{"data.skip_invalid", "true"}}).skip_invalid);
+  EXPECT_TRUE(gt::read_train_config(p, {{"eval.text_only", "true"}}).eval_text_only);
   msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"trainin.steps", "3"}}); });
   EXPECT_NE(msg.find("[trainin]: unknown section"), std::string::npos) << msg;
 }

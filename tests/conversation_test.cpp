@@ -405,3 +405,34 @@ TEST(ConversationLlama, Truncation) {
 }
 
 }  // namespace
+
+// The text-only view: the marker and the line break after it go, the graphs go, everything
+// else stays; it tokenises as the same conversation without graph tokens, labels unchanged.
+TEST(Conversation, TextOnlyRecordDropsMarkersAndGraphs) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto rec = make_record("cora_1", {{"human", "Given a citation graph: \n<graph>\nwhere node 0 is it. Class?"}, {"gpt", "theory"}});
+  const auto text = gt::text_only_record(rec);
+  EXPECT_TRUE(text.graphs.empty());
+  EXPECT_EQ(text.id, rec.id);
+  ASSERT_EQ(text.conversations.size(), 2u);
+  EXPECT_EQ(text.conversations[0].value, "Given a citation graph: \nwhere node 0 is it. Class?");
+  EXPECT_EQ(text.conversations[1].value, "theory");
+  gt::validate_instruction(text, "test");  // no graph, no marker: valid
+
+  const auto with = gt::tokenize_conversation(rec, {3}, *tok, 4096);
+  const auto without = gt::tokenize_conversation(text, {}, *tok, 4096);
+  EXPECT_TRUE(without.graph_spans.empty());
+  // Bytes: 3 patches + start + end + "\n" fewer; the answer's learned tokens are the same.
+  EXPECT_EQ(with.input_ids.size() - without.input_ids.size(), 6u);
+  std::vector<int32_t> a, b;
+  for (size_t i = 0; i < with.labels.size(); ++i)
+    if (with.labels[i] != gt::kIgnoreIndex) a.push_back(with.labels[i]);
+  for (size_t i = 0; i < without.labels.size(); ++i)
+    if (without.labels[i] != gt::kIgnoreIndex) b.push_back(without.labels[i]);
+  EXPECT_EQ(a, b);
+
+  // Two graphs (link prediction), markers mid-line: both go.
+  auto lp = make_record("cora_1_2_LP", {{"human", "A: <graph>, B: <graph>. Linked?"}, {"gpt", "yes"}}, {3, 2});
+  EXPECT_EQ(gt::text_only_record(lp).conversations[0].value, "A: , B: . Linked?");
+  EXPECT_TRUE(gt::text_only_record(lp).graphs.empty());
+}

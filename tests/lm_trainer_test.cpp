@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "data/synthetic_graph.hpp"
+#include "worker/lm_stage.hpp"
 #include "worker/lm_trainer.hpp"
 #include "worker/lr_schedule.hpp"
 
@@ -98,4 +100,35 @@ TEST(LmTrainer, WindowsAreDeterministicBySeed) {
   EXPECT_TRUE(torch::equal(x, y));
   EXPECT_FALSE(torch::equal(x, z));
   EXPECT_EQ(x.size(1), 17);
+}
+
+// The warm-up corpus states topics only of the papers the instruction records are about (the
+// training split): no test paper's label reaches a model that is later evaluated on it.
+TEST(LmDocuments, WithRecordsOnlyTheirCentresTopicsAreStated) {
+  gt::TrainConfig c;
+  c.source = "embedded";
+  c.nodes = 60;
+  const std::string about = " is a paper about ";
+  auto stated = [&](const std::vector<std::string>& docs) {
+    int64_t n = 0;
+    for (const auto& d : docs) n += d.find(about) != std::string::npos ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(stated(gt::lm_documents(c, nullptr)), 60);  // text alone: every paper's topic
+
+  gt::SyntheticGraphParams p;
+  p.nodes = 60;
+  const gt::TextGraph g = gt::make_synthetic_graph(p);
+  std::vector<gt::InstructionRecord> records(2);
+  for (int k = 0; k < 2; ++k) {
+    records[k].graphs.resize(1);
+    records[k].graphs[0].node_idx = 10 * k + 3;
+  }
+  const auto docs = gt::lm_documents(c, &records);
+  EXPECT_EQ(stated(docs), 2);
+  for (const auto& d : docs)
+    if (d.find(about) != std::string::npos)
+      EXPECT_TRUE(d == g.nodes[3].title + about + g.class_names[g.nodes[3].label] + "." ||
+                  d == g.nodes[13].title + about + g.class_names[g.nodes[13].label] + ".")
+          << d;
 }

@@ -37,6 +37,8 @@
 #include "worker/commands.hpp"
 #include "worker/graph_batches.hpp"
 #include "worker/graphgpt_setup.hpp"
+#include "worker/job_records.hpp"
+#include "worker/mixed_precision.hpp"
 
 namespace gt {
 
@@ -107,25 +109,30 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   if (world.size() > 1)
     fail("mpirun", "not supported yet: eval on " + std::to_string(world.size()) + " ranks; run one rank");
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
-  if (cfg.dtype != "fp32") fail(cfg.path + ": [model].dtype", "not supported yet for eval: '" + cfg.dtype + "' (fp32 only)");
 
   auto t0 = std::chrono::steady_clock::now();
   // Records and their references before any weight is read: a bad record costs nothing.
-  const std::vector<InstructionRecord> records = read_instructions(cfg.instructions);
+  std::vector<InstructionRecord> records = read_job_records(cfg);
   bool any_single_graph = false;
   for (const auto& r : records) any_single_graph = any_single_graph || !is_link_prediction_id(r.id);
   std::vector<std::string> classes;
   if (any_single_graph) classes = load_graph(cfg.graph).class_names;
-  const std::vector<Reference> refs = references(records, classes, cfg.instructions);
+  std::vector<Reference> refs = references(records, classes, cfg.instructions);
 
   GraphGptSetup s = build_graphgpt(cfg);
+  const size_t before = records.size();
+  check_records_against_features(records, s.features, cfg);
+  if (records.size() != before) refs = references(records, classes, cfg.instructions);
   if (cfg.projector.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
   std::vector<GraphExample> examples;
   examples.reserve(records.size());
   for (const auto& r : records)
-    examples.push_back(make_prompt_example(r, s.features, *s.tokenizer, cfg.max_len, cfg.instructions));
+    examples.push_back(make_prompt_example(cfg.eval_text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
+                                           cfg.max_len, cfg.instructions));
+  if (cfg.eval_text_only)
+    std::fprintf(stderr, "graphtune: eval: text only: the <graph> markers are dropped, no graph token is spliced\n");
 
   GraphGpt& model = s.model;
   model->eval();
@@ -136,7 +143,12 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   for (size_t b = 0; b < batches; ++b) {
     std::vector<GraphExample> chunk(examples.begin() + b * bs, examples.begin() + std::min(examples.size(), (b + 1) * bs));
     GraphGptBatch batch = collate(chunk, s.tokenizer->pad_id());
-    auto ids = generate_graph_answers(model, batch, cfg.eval_max_new_tokens, s.tokenizer->eos_id());
+    std::vector<std::vector<int32_t>> ids;
+    {
+      // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
+      AutocastScope autocast(is_bf16(cfg.dtype), model->projector->weight().device().type());
+      ids = generate_graph_answers(model, batch, cfg.eval_max_new_tokens, s.tokenizer->eos_id());
+    }
     for (const auto& a : ids) answers.push_back(strip(s.tokenizer->decode(a)));
     std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());
   }
@@ -165,6 +177,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     ClassificationMetrics m = classification_metrics(nc_pred, nc_label, classes);
     correct += m.correct;
     j["node_classification"] = parsed(metrics_json(m, classes));
+    j["node_classification"]["chance"] = 1.0 / static_cast<double>(classes.size());  // uniform guessing
     std::snprintf(buf, sizeof(buf), " | node classification: accuracy %.4f, macro-F1 %.4f, unparsed %lld, chance %.4f (%zu classes), n %lld",
                   m.accuracy, m.macro_f1, static_cast<long long>(m.unparsed), 1.0 / static_cast<double>(classes.size()),
                   classes.size(), static_cast<long long>(m.n));
@@ -196,6 +209,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   top["model"] = cfg.model_path;
   top["projector"] = cfg.projector;
   top["max_new_tokens"] = cfg.eval_max_new_tokens;
+  top["text_only"] = cfg.eval_text_only;
   for (auto& [k, v] : j.items()) top[k] = v;
   const std::string metrics_text = top.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 
@@ -218,12 +232,18 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
 void add_eval_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto skip = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)");
   sub->add_option("--config", *config, "TOML job config (the training config; [eval] for batch_size, max_new_tokens, out_dir)");
   sub->add_option("--out", *out, "output folder (default [eval].out_dir, i.e. [job].out_dir/eval)");
+  sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
   sub->allow_extras();
-  sub->callback([sub, config, out, &exit_code] { exit_code = run_eval(*config, *out, sub->remaining()); });
+  sub->callback([sub, config, out, skip, &exit_code] {
+    auto extra = sub->remaining();
+    if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
+    exit_code = run_eval(*config, *out, extra);
+  });
 }
 
 }  // namespace gt

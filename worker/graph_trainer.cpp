@@ -10,6 +10,7 @@
 #include "data/instructions.hpp"
 #include "worker/graph_batches.hpp"
 #include "worker/graphgpt_setup.hpp"
+#include "worker/job_records.hpp"
 #include "worker/mixed_precision.hpp"
 #include "worker/train_loop.hpp"
 
@@ -18,13 +19,13 @@ namespace gt {
 int run_graph_stage(const TrainConfig& cfg) {
   auto t0 = std::chrono::steady_clock::now();
   // Every record is read and validated before any weight is: a bad record costs nothing.
-  auto records = std::make_shared<const std::vector<InstructionRecord>>(read_instructions(cfg.instructions));
+  std::vector<InstructionRecord> read = read_job_records(cfg);
   GraphGptSetup s = build_graphgpt(cfg);
   GraphGpt& model = s.model;
   // All records are checked against the feature tables before training starts, not when a
   // background worker first meets a bad one.
-  for (const auto& r : *records)
-    check_node_ids(r, s.features.of(r.dataset, cfg.instructions + ": record " + r.id).size(0), cfg.instructions);
+  check_records_against_features(read, s.features, cfg);
+  auto records = std::make_shared<const std::vector<InstructionRecord>>(std::move(read));
 
   GraphBatchStream stream(records, s.features, *s.tokenizer, cfg.max_len, cfg.batch_size,
                           static_cast<uint64_t>(cfg.seed), static_cast<int>(cfg.num_workers), cfg.instructions);

@@ -75,7 +75,7 @@ GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
   }
   s.model->freeze_for_graph_tuning();
   // bf16 training: the frozen LLM and encoder are stored in bf16 (half the memory); the
-  // trainable projector and token rows keep fp32 master weights. (Eval refuses bf16 for now.)
+  // trainable projector and token rows keep fp32 master weights.
   if (is_bf16(cfg.dtype)) store_frozen_in_bf16(*s.model);
   return s;
 }

@@ -4,7 +4,7 @@
 # bad input gets one line, exit code 2, and no outputs.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CFG=$ROOT/configs/demo.toml
+CFG=$ROOT/configs/lm.toml
 PY=${GRAPHTUNE_PYTHON:-python3}
 "$PY" -c "import json" 2>/dev/null || PY=python3
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -53,6 +53,24 @@ check "nothing staged left behind" bash -c "[ \$(ls -A '$TMP/ev/eval' | wc -l) -
   --eval.batch_size 5 --out "$TMP/ev2" >/dev/null 2>&1
 check "--out and another batch size give the same predictions" cmp -s "$TMP/ev/eval/predictions.jsonl" "$TMP/ev2/predictions.jsonl"
 
+# bf16 (the reference configs ask for it): the frozen LLM and encoder in bf16, bf16 matmuls.
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --model.dtype bf16 \
+  --out "$TMP/evbf16" >/dev/null 2>"$TMP/evbf16.err"
+check "eval in bf16 exits 0 and answers every record" test $? -eq 0 -a "$(grep -c '' "$TMP/evbf16/predictions.jsonl")" -eq 12
+
+# Text alone: the same records, no graph tokens; metrics.json says so.
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.text_only true \
+  --out "$TMP/evtext" >/dev/null 2>"$TMP/evtext.err"
+check "text-only eval exits 0" test $? -eq 0
+check "text-only eval says so" grep -q '"text_only": true' "$TMP/evtext/metrics.json"
+check "text-only eval keeps GraphGPT's output shape" "$PY" - "$TMP/evtext/predictions.jsonl" "$TMP/test.json" <<'PYEOF'
+import json, sys
+preds = [json.loads(l) for l in open(sys.argv[1])]
+recs = json.load(open(sys.argv[2]))
+assert [p["id"] for p in preds] == [r["id"] for r in recs]
+assert [p["node_idx"] for p in preds] == [r["graph"]["node_idx"] for r in recs]
+PYEOF
+
 # Bad input: one line, exit code 2, no outputs.
 expect_fail "missing projector" "nope.bin: cannot open" -- "${EVAL[@]}" --model.projector "$TMP/nope.bin" \
   --data.instructions "$TMP/test.json" --out "$TMP/x1"
@@ -64,6 +82,22 @@ json.dump(recs, open(sys.argv[2], "w"))
 PYEOF
 expect_fail "node id beyond the graph" "999999" -- "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" \
   --data.instructions "$TMP/far.json" --out "$TMP/x2"
+# --skip-invalid: the bad record (node beyond the graph) and an invalid one (edge outside
+# node_list) are dropped and counted; the other answers are the same as before.
+"$PY" - "$TMP/far.json" "$TMP/bad2.json" <<'PYEOF'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+recs[5]["graph"]["edge_index"][0][0] = 77
+json.dump(recs, open(sys.argv[2], "w"))
+PYEOF
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/bad2.json" --skip-invalid \
+  --out "$TMP/skip" >/dev/null 2>"$TMP/skip.err"
+check "--skip-invalid: exit 0" test $? -eq 0
+check "--skip-invalid reports the invalid record" grep -q "dropped 1 of 12 records of $TMP/bad2.json (invalid)" "$TMP/skip.err"
+check "--skip-invalid reports the record outside the feature table" \
+  grep -q "dropped 1 of 11 records of $TMP/bad2.json (nodes outside the feature tables); first: .*999999" "$TMP/skip.err"
+check "--skip-invalid: 10 answers, equal to the full run's" bash -c \
+  "test \$(grep -c '' '$TMP/skip/predictions.jsonl') -eq 10 && grep -F -x -f '$TMP/skip/predictions.jsonl' '$TMP/ev/eval/predictions.jsonl' | wc -l | grep -qx 10"
 expect_fail "eval needs records" "[data].instructions: eval needs" -- "$GT" eval --config "$CFG" --model.path "$TMP/lm/model" --out "$TMP/x3"
 check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 2>/dev/null"
 finish

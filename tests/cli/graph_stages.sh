@@ -4,7 +4,7 @@
 # graph_projector.bin readable by Python's torch.load; bad input gets one line and exit 2.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CFG=$ROOT/configs/demo.toml
+CFG=$ROOT/configs/lm.toml
 PY=${GRAPHTUNE_PYTHON:-python3}
 
 "$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 3 --job.out_dir "$TMP/lm" 2>/dev/null

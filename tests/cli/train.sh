@@ -4,7 +4,7 @@
 # leave nothing behind.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CFG=$ROOT/configs/demo.toml
+CFG=$ROOT/configs/lm.toml
 
 "$GT" train --config "$CFG" --training.steps 60 --training.log_every 10 --training.batch_size 8 \
   --training.seq_len 64 --job.out_dir "$TMP/run" >"$TMP/out.txt" 2>"$TMP/err.txt"
@@ -36,6 +36,23 @@ check "bf16 training exits 0" test $? -eq 0
 check "bf16 logs its precision once" test "$(grep -c 'precision: bf16 autocast, fp32 master weights' "$TMP/bf16.txt")" -eq 1
 check "bf16 run writes fp32 master weights" grep -q '"torch_dtype": "float32"' "$TMP/bf16/model/config.json"
 
+# Stage grounding: the graph encoder learns to find each paper's text (CLIP loss); it writes the
+# encoder under GraphGPT's names, and reports held-out retrieval against chance.
+"$GT" train --config "$CFG" --training.stage grounding --training.steps 40 --training.batch_size 64 \
+  --training.log_every 20 --job.out_dir "$TMP/gr" 2>"$TMP/gr.txt" >/dev/null
+check "grounding exits 0" test $? -eq 0
+check "grounding writes graph_encoder.safetensors" test -s "$TMP/gr/graph_encoder.safetensors"
+check "grounding names GraphGPT's encoder tensors" grep -qa '"gtLayers.0.qTrans"' "$TMP/gr/graph_encoder.safetensors"
+g_first=$(grep -m1 '^step' "$TMP/gr.txt" | sed 's/.*contrastive loss \([0-9.]*\).*/\1/')
+g_last=$(grep '^step' "$TMP/gr.txt" | tail -1 | sed 's/.*contrastive loss \([0-9.]*\).*/\1/')
+echo "grounding loss: $g_first -> $g_last"
+check "grounding loss falls" awk -v a="$g_first" -v b="$g_last" 'BEGIN { exit !(b < a) }'
+retr=$(sed -n 's/.*retrieval top-1 \([0-9.]*\) (chance 0.0025, 400 nodes).*/\1/p' "$TMP/gr.txt")
+echo "grounding held-out retrieval: $retr"
+check "grounding retrieval is 20x chance or better" awk -v r="$retr" 'BEGIN { exit !(r > 0.05) }'
+expect_fail "grounding from a missing encoder" "nope.safetensors: cannot open" -- \
+  "$GT" train --config "$CFG" --training.stage grounding --model.graph_encoder "$TMP/nope.safetensors" --job.out_dir "$TMP/x10"
+
 # Fine-tuning a model the user has: stories260K (llama2.c) with its tokenizer.
 if [ -d "$ASSETS/llm" ]; then
   "$GT" train --config "$CFG" --model.path "$ASSETS/llm/stories260K.bin" --model.tokenizer "$ASSETS/llm/tok512.bin" \
@@ -57,8 +74,13 @@ printf '[training\n' >"$TMP/syntax.toml"
 expect_fail "not TOML" "syntax.toml: not valid TOML at line" -- "$GT" train --config "$TMP/syntax.toml"
 expect_fail "missing config" "nope.toml: cannot open" -- "$GT" train --config "$TMP/nope.toml"
 expect_fail "bad override" "command line --optimizer.lr: expected a number, got string" -- "$GT" train --config "$CFG" --optimizer.lr fast --job.out_dir "$TMP/x3"
-expect_fail "stage not there yet" "not supported yet" -- "$GT" train --config "$CFG" --training.stage grounding --job.out_dir "$TMP/x4"
+expect_fail "a trained vocabulary needs room" "[model].vocab_size: a trained tokenizer's vocabulary must be in [300" -- \
+  "$GT" train --config "$CFG" --model.tokenizer train --model.vocab_size 100 --job.out_dir "$TMP/x4"
+expect_fail "a trained vocabulary is for a fresh model" "[model].tokenizer: \"train\" makes a new vocabulary" -- \
+  "$GT" train --config "$CFG" --model.tokenizer train --model.path "$TMP/run/model" --job.out_dir "$TMP/x8"
+expect_fail "a trained vocabulary is for stage lm" "--model.tokenizer: \"train\" (a new vocabulary) is for stage 'lm' only" -- \
+  "$GT" train --config "$CFG" --model.tokenizer train --training.stage grounding --job.out_dir "$TMP/x9"
 expect_fail "graph stage without records" "[data].instructions: stage 'task' needs" -- "$GT" train --config "$CFG" --training.stage task --job.out_dir "$TMP/x7"
 expect_fail "seq_len beyond context" "exceeds the model's context" -- "$GT" train --config "$CFG" --training.seq_len 4096 --job.out_dir "$TMP/x5"
-check "failed runs leave no output folder" bash -c "for d in $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7; do test ! -e \"\$d\" || exit 1; done"
+check "failed runs leave no output folder" bash -c "for d in $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 $TMP/x9 $TMP/x10; do test ! -e \"\$d\" || exit 1; done"
 finish

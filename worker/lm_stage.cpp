@@ -1,0 +1,177 @@
+#include "worker/lm_stage.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "data/conversation.hpp"
+#include "data/cora_ml.hpp"
+#include "data/instructions.hpp"
+#include "data/synthetic_graph.hpp"
+#include "model/hf_folder.hpp"
+#include "model/load_model.hpp"
+#include "model/sentencepiece_training.hpp"
+#include "model/special_tokens.hpp"
+#include "model/tokenizer.hpp"
+#include "worker/job_records.hpp"
+#include "worker/lm_trainer.hpp"
+#include "worker/mixed_precision.hpp"
+
+namespace gt {
+
+std::vector<std::string> lm_documents(const TrainConfig& cfg, const std::vector<InstructionRecord>* records) {
+  if (cfg.source == "embedded" || cfg.source == "graph") {
+    SyntheticGraphParams p;
+    p.seed = static_cast<uint64_t>(cfg.data_seed);
+    p.nodes = static_cast<int32_t>(cfg.nodes);
+    p.classes = static_cast<int32_t>(cfg.classes);
+    p.noise = cfg.noise;
+    const TextGraph g = cfg.source == "embedded" ? make_synthetic_graph(p) : load_graph(cfg.graph);
+    if (records == nullptr) return corpus_texts(g);
+    std::vector<int32_t> labelled;
+    for (const auto& r : *records)
+      for (const auto& graph : r.graphs)
+        if (graph.node_idx >= 0 && graph.node_idx < g.num_nodes()) labelled.push_back(static_cast<int32_t>(graph.node_idx));
+    return corpus_texts(g, labelled);
+  }
+  std::ifstream in(cfg.source);
+  if (!in) fail(cfg.source, "cannot open the [data].source text file (missing or unreadable)");
+  std::vector<std::string> docs;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) docs.push_back(line);
+  if (docs.empty()) fail(cfg.source, "has no non-empty lines to train on");
+  return docs;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path) {
+  return path == "bytes" ? byte_tokenizer() : load_tokenizer(path);
+}
+
+}  // namespace
+
+int run_lm_stage(const TrainConfig& cfg) {
+  auto t0 = std::chrono::steady_clock::now();
+  // Texts first (cheap, and every bad file is reported before anything is allocated).
+  std::vector<InstructionRecord> records, questions;
+  if (!cfg.instructions.empty()) records = read_job_records(cfg);
+  for (const auto& r : records) questions.push_back(text_only_record(r));
+  const std::vector<std::string> corpus = lm_documents(cfg, cfg.instructions.empty() ? nullptr : &records);
+
+  std::string tok_path = cfg.tokenizer;
+  if (tok_path == "auto") {
+    tok_path = cfg.model_path.empty() ? "bytes" : default_tokenizer_path(cfg.model_path);
+    if (tok_path.empty()) fail(cfg.path + ": [model].tokenizer", "the model " + cfg.model_path + " has no tokenizer beside it: name one");
+  }
+  if (tok_path == "train") {
+    if (!cfg.model_path.empty())
+      fail(cfg.path + ": [model].tokenizer", "\"train\" makes a new vocabulary, which only a fresh model can use; "
+                                               "[model].path names an existing one");
+    // The tokenizer learns from exactly what the model will read: the corpus and the rendered
+    // conversations (without the template's "</s>", which is the EOS id, not text).
+    std::vector<std::string> texts = corpus;
+    for (const auto& q : questions) {
+      std::string p = vicuna_v1_1_prompt(q.conversations);
+      for (size_t at = p.find(kVicunaSep2); at != std::string::npos; at = p.find(kVicunaSep2, at)) p.erase(at, std::string(kVicunaSep2).size());
+      texts.push_back(std::move(p));
+    }
+    const std::string model_bytes =
+        train_sentencepiece(texts, static_cast<int32_t>(cfg.vocab_size), cfg.path + ": [model].vocab_size");
+    make_dirs(cfg.out_dir);
+    tok_path = cfg.out_dir + "/tokenizer.model";
+    write_file_atomic(tok_path, model_bytes);
+    std::fprintf(stderr, "graphtune: trained a SentencePiece BPE tokenizer (%lld pieces) on %zu texts: %s\n",
+                 static_cast<long long>(cfg.vocab_size), texts.size(), tok_path.c_str());
+  }
+  std::unique_ptr<Tokenizer> tok = open_tokenizer(tok_path);
+
+  LlamaConfig mc;
+  if (!cfg.model_path.empty()) {
+    mc = read_model_config(cfg.model_path);
+    check_tokenizer_vocab(*tok, static_cast<int32_t>(mc.vocab_size));
+  } else {
+    mc.dim = cfg.dim;
+    mc.n_layers = cfg.n_layers;
+    mc.n_heads = cfg.n_heads;
+    mc.n_kv_heads = cfg.n_kv_heads;
+    mc.hidden_dim = cfg.hidden_dim;
+    mc.max_seq_len = cfg.max_seq_len;
+    mc.vocab_size = tok->vocab_size();
+    mc.tie_embeddings = true;
+    mc.bos_id = tok->bos_id();
+    mc.eos_id = tok->eos_id();
+    mc.pad_id = tok->pad_id();
+  }
+  if (cfg.seq_len + 1 > mc.max_seq_len)
+    fail(cfg.path + ": [training].seq_len", "seq_len + 1 = " + std::to_string(cfg.seq_len + 1) +
+                                                " exceeds the model's context of " + std::to_string(mc.max_seq_len));
+
+  std::vector<std::vector<int32_t>> docs;
+  for (const auto& text : corpus) docs.push_back(tok->encode(text, /*bos=*/true, /*eos=*/true));
+  int64_t question_tokens = 0;
+  if (!questions.empty()) {
+    // Conversations tokenised exactly as the graph stages and eval will see them (BOS, the
+    // vicuna_v1_1 prompt, the answer, EOS). That path checks GraphGPT's tokens are registered,
+    // so a private copy of the tokenizer gets them; a graph-free text never produces them.
+    std::unique_ptr<Tokenizer> conv_tok = open_tokenizer(tok_path);
+    conv_tok->add_special_tokens(graph_special_tokens());
+    for (const auto& q : questions) {
+      docs.push_back(tokenize_conversation(q, {}, *conv_tok, int64_t{1} << 40).input_ids);
+      question_tokens += static_cast<int64_t>(docs.back().size());
+    }
+  }
+  WindowSampler data(pack_documents(docs), cfg.seq_len, static_cast<uint64_t>(cfg.seed));
+  std::fprintf(stderr, "graphtune: corpus '%s': %zu documents", cfg.source.c_str(), corpus.size());
+  if (!questions.empty())
+    std::fprintf(stderr, " + %zu text-only conversations from %s (%lld tokens)", questions.size(),
+                 cfg.instructions.c_str(), static_cast<long long>(question_tokens));
+  std::fprintf(stderr, ", %lld tokens\n", static_cast<long long>(data.stream_size()));
+
+  Llama model(mc);
+  if (!cfg.model_path.empty()) {
+    model->load_weights(load_model(cfg.model_path).weights, cfg.model_path);
+  } else {
+    model->init_weights(static_cast<uint64_t>(cfg.seed));
+  }
+  std::fprintf(stderr, "graphtune: model %lld parameters (dim %lld, %lld layers, %lld heads, %lld kv heads), %d threads\n",
+               static_cast<long long>(mc.num_parameters()), static_cast<long long>(mc.dim),
+               static_cast<long long>(mc.n_layers), static_cast<long long>(mc.n_heads),
+               static_cast<long long>(mc.n_kv_heads), torch::get_num_threads());
+  // Stage lm trains every parameter: all of them are fp32 master weights, bf16 or not.
+  std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.dtype, frozen_bytes(*model)).c_str());
+
+  train_lm(model, data, cfg, [&](const LmLogLine& l) {
+    std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n",
+                 static_cast<long long>(l.step), static_cast<long long>(cfg.steps), l.loss, l.lr, l.grad_norm,
+                 l.tokens_per_s);
+  });
+
+  const std::string out = cfg.out_dir + "/model";
+  make_dirs(cfg.out_dir);
+  std::map<std::string, torch::Tensor> weights;
+  for (auto& [name, t] : model->named_weights()) weights[name] = t.detach();
+  save_hf_folder(out, mc, weights, "fp32", /*max_shard_bytes=*/0, /*overwrite=*/true);
+  // A SentencePiece model travels as itself (Hugging Face folders carry tokenizer.model); the
+  // byte and llama2.c tokenizers as llama2.c's tokenizer.bin.
+  if (ends_with(tok_path, ".model")) {
+    write_file_atomic(out + "/tokenizer.model", read_file(tok_path));
+  } else {
+    save_llama2c_tokenizer(*tok, out + "/tokenizer.bin");
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "graphtune: trained %lld steps in %.1f s; model written to %s (fp32%s)\n",
+               static_cast<long long>(cfg.steps), secs, out.c_str(), is_bf16(cfg.dtype) ? ": the master weights" : "");
+  return 0;
+}
+
+}  // namespace gt
