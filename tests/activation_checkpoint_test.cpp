@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "model/memory_tracker.hpp"
+#include "tests/tiny_models.hpp"
 #include "worker/lm_trainer.hpp"
 
 namespace {
@@ -181,19 +182,8 @@ TEST(ActivationCheckpoint, LowersPeakCpuMemory) {
 
 TEST(ActivationCheckpoint, TrainLmSameLosses) {
   auto run = [](bool checkpointing) {
-    gt::LlamaConfig m;
-    m.dim = 32;
-    m.n_layers = 2;
-    m.n_heads = 4;
-    m.n_kv_heads = 2;
-    m.hidden_dim = 64;
-    m.vocab_size = 40;
-    m.max_seq_len = 64;
-    gt::Llama model(m);
-    model->init_weights(1);
-    std::vector<int32_t> stream;
-    for (int rep = 0; rep < 100; ++rep)
-      for (int32_t t : {1, 5, 9, 13, 17, 21, 2, 1, 30, 31, 32, 2}) stream.push_back(t);
+    gt::Llama model = gt::test::tiny_llama(40, 1);
+    const std::vector<int32_t> stream = gt::test::periodic_stream(100);
     gt::WindowSampler data(stream, 16, 5);
     gt::TrainConfig c;
     c.steps = 5;

@@ -5,62 +5,19 @@
 #include <torch/torch.h>
 
 #include "model/graphgpt.hpp"
+#include "tests/tiny_models.hpp"
 #include "worker/train_loop.hpp"
 
 namespace {
 
-constexpr int64_t kVocab = 20, kPatch = 17, kStart = 18, kEnd = 19, kYes = 5, kNo = 6;
-
-gt::GraphGpt tiny_graphgpt(uint64_t seed) {
-  gt::LlamaConfig c;
-  c.dim = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 64;
-  c.vocab_size = kVocab;
-  c.max_seq_len = 64;
-  gt::Llama llm(c);
-  llm->init_weights(seed);
-  {
-    // Fresh weights (std 0.02) read out near-uniform logits whatever the input; a trained LLM
-    // does not. Larger weights stand in for one, so a frozen LLM can answer confidently.
-    torch::NoGradGuard ng;
-    for (auto& [n, t] : llm->named_weights())
-      if (t.dim() == 2) t.mul_(10.0);
-  }
-  gt::GraphEncoderConfig ec;
-  ec.gnn_input = ec.att_d_model = ec.gnn_output = 16;
-  ec.gt_layers = 1;
-  ec.head = 2;
-  gt::GraphEncoder enc(ec);
-  enc->init_weights(seed + 1);
-  gt::GraphProjector proj(16, 32);
-  proj->init_weights(seed + 2);
-  gt::GraphGpt m(llm, enc, proj, gt::GraphTokenIds{kPatch, kStart, kEnd});
-  m->freeze_for_graph_tuning();
-  return m;
-}
-
-// "1 <g_start> <g_patch> <g_patch> <g_end> 3 ANSWER": the answer is yes when the graph's nodes
-// carry pattern A, no for pattern B; the text is the same for both.
-gt::GraphGptBatch batch_of(const std::vector<int>& classes) {
-  gt::GraphGptBatch b;
-  const int64_t B = static_cast<int64_t>(classes.size());
-  b.input_ids = torch::tensor(std::vector<int64_t>{1, kStart, kPatch, kPatch, kEnd, 3, 0}).repeat({B, 1});
-  b.labels = torch::full({B, 7}, -100, torch::kInt64);
-  b.attention_mask = torch::ones({B, 7}, torch::kInt64);
-  for (int64_t r = 0; r < B; ++r) {
-    const int64_t answer = classes[r] ? kYes : kNo;
-    b.input_ids[r][6] = answer;
-    b.labels[r][6] = answer;
-    auto x = torch::zeros({2, 16});
-    x.narrow(1, classes[r] ? 0 : 8, 8).fill_(1.0);
-    b.graphs.push_back({r, 2, x, torch::tensor(std::vector<int64_t>{0, 1, 1, 0}).view({2, 2})});
-    b.ids.push_back("r" + std::to_string(r));
-  }
-  return b;
-}
+using gt::test::kEnd;
+using gt::test::kNo;
+using gt::test::kPatch;
+using gt::test::kStart;
+using gt::test::kYes;
+using gt::test::tiny_graphgpt;
+constexpr int64_t kVocab = gt::test::kGraphVocab;
+gt::GraphGptBatch batch_of(const std::vector<int>& classes) { return gt::test::yes_no_batch(classes); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "data/synthetic_graph.hpp"
+#include "tests/tiny_models.hpp"
 #include "worker/lm_stage.hpp"
 #include "worker/lm_trainer.hpp"
 #include "worker/lr_schedule.hpp"
@@ -20,28 +21,8 @@ gt::TrainConfig tiny_config() {
   return c;
 }
 
-gt::Llama tiny_model() {
-  gt::LlamaConfig m;
-  m.dim = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.hidden_dim = 64;
-  m.vocab_size = 40;
-  m.max_seq_len = 64;
-  m.tie_embeddings = true;
-  gt::Llama model(m);
-  model->init_weights(1);
-  return model;
-}
-
-std::vector<int32_t> periodic_stream() {
-  // A stream with structure to learn: repeating "sentences" over a 40-token vocabulary.
-  std::vector<int32_t> s;
-  for (int rep = 0; rep < 200; ++rep)
-    for (int32_t t : {1, 5, 9, 13, 17, 21, 2, 1, 30, 31, 32, 2}) s.push_back(t);
-  return s;
-}
+gt::Llama tiny_model() { return gt::test::tiny_llama(40, 1); }
+using gt::test::periodic_stream;
 
 }  // namespace
 

@@ -12,31 +12,16 @@
 
 #include "model/graphgpt.hpp"
 #include "worker/lm_trainer.hpp"
+#include "tests/tiny_models.hpp"
 #include "worker/mixed_precision.hpp"
 
 namespace {
 
-gt::Llama tiny_llama(int64_t vocab) {
-  gt::LlamaConfig m;
-  m.dim = 32;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.hidden_dim = 64;
-  m.vocab_size = vocab;
-  m.max_seq_len = 64;
-  m.tie_embeddings = true;
-  gt::Llama model(m);
-  model->init_weights(1);
-  return model;
-}
-
-std::vector<int32_t> periodic_stream() {
-  std::vector<int32_t> s;
-  for (int rep = 0; rep < 200; ++rep)
-    for (int32_t t : {1, 5, 9, 13, 17, 21, 2, 1, 30, 31, 32, 2}) s.push_back(t);
-  return s;
-}
+using gt::test::periodic_stream;
+using gt::test::tiny_graphgpt;
+using gt::test::kNo;
+using gt::test::kYes;
+using gt::test::tiny_llama;
 
 std::vector<double> train_lm_losses(const std::string& dtype, gt::Llama& model) {
   gt::TrainConfig c;
@@ -59,47 +44,7 @@ double mean_of_last(const std::vector<double>& v, size_t n) {
   return s / static_cast<double>(n);
 }
 
-// A GraphGPT whose answer only the graph carries (as tests/graphgpt_test.cpp builds it).
-constexpr int64_t kVocab = 20, kPatch = 17, kStart = 18, kEnd = 19, kYes = 5, kNo = 6;
-
-gt::GraphGpt tiny_graphgpt(uint64_t seed) {
-  gt::Llama llm = tiny_llama(kVocab);
-  llm->init_weights(seed);
-  {
-    torch::NoGradGuard ng;  // larger weights stand in for a trained LLM that answers confidently
-    for (auto& [n, t] : llm->named_weights())
-      if (t.dim() == 2) t.mul_(10.0);
-  }
-  gt::GraphEncoderConfig ec;
-  ec.gnn_input = ec.att_d_model = ec.gnn_output = 16;
-  ec.gt_layers = 1;
-  ec.head = 2;
-  gt::GraphEncoder enc(ec);
-  enc->init_weights(seed + 1);
-  gt::GraphProjector proj(16, 32);
-  proj->init_weights(seed + 2);
-  gt::GraphGpt m(llm, enc, proj, gt::GraphTokenIds{kPatch, kStart, kEnd});
-  m->freeze_for_graph_tuning();
-  return m;
-}
-
-gt::GraphGptBatch batch_of(const std::vector<int>& classes) {
-  gt::GraphGptBatch b;
-  const int64_t B = static_cast<int64_t>(classes.size());
-  b.input_ids = torch::tensor(std::vector<int64_t>{1, kStart, kPatch, kPatch, kEnd, 3, 0}).repeat({B, 1});
-  b.labels = torch::full({B, 7}, -100, torch::kInt64);
-  b.attention_mask = torch::ones({B, 7}, torch::kInt64);
-  for (int64_t r = 0; r < B; ++r) {
-    const int64_t answer = classes[r] ? kYes : kNo;
-    b.input_ids[r][6] = answer;
-    b.labels[r][6] = answer;
-    auto x = torch::zeros({2, 16});
-    x.narrow(1, classes[r] ? 0 : 8, 8).fill_(1.0);
-    b.graphs.push_back({r, 2, x, torch::tensor(std::vector<int64_t>{0, 1, 1, 0}).view({2, 2})});
-    b.ids.push_back("r" + std::to_string(r));
-  }
-  return b;
-}
+gt::GraphGptBatch batch_of(const std::vector<int>& classes) { return gt::test::yes_no_batch(classes); }
 
 }  // namespace
 
