@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole GraphGPT recipe on one graph, in one process, on the CPU, in a few minutes:
 #   1. data      instruction records in GraphGPT's JSON: graph matching (train), node
-#                classification (train, test)
-#   2. lm        LM warm-up of a tiny LLaMA from scratch (tokenizer trained on the texts)
+#                classification (warm-up = the val split, train, test: disjoint papers)
+#   2. lm        LM warm-up of a tiny LLaMA from scratch (tokenizer trained on the texts); it
+#                learns to answer from text on the warm-up papers, never on stage 2's or the test's
 #   3. grounding text-graph grounding of the graph encoder (CLIP-style)
 #   4. stage1    GraphGPT stage 1, graph matching (projector + <g_start>/<g_end> rows)
 #   5. stage2    GraphGPT stage 2, node classification, from stage 1's projector
@@ -38,11 +39,18 @@ stage() {  # stage NAME COMMAND...: runs and times one step
   SECS+=("$(awk "BEGIN { print $t1 - $t0 }")")
 }
 
+# Papers split 40/40/20: the warm-up LLM learns to answer from text on one 40% (the "val"
+# split), stage 2 tunes the graph tokens on the other 40% (train), the test 20% is never seen.
+# A warm-up on stage 2's own papers would leave it nothing to learn: the LLM would already know
+# their answers from their text.
 build_records() {
-  local common=(--graph "$GRAPH" --hops 2 --fanout 4 --max-nodes 8 --seed 42 --overwrite)
-  "$GT" data build "${common[@]}" --task graph_matching --split train --max-records 400 --out "$DATA/graph_matching_train.json"
-  "$GT" data build "${common[@]}" --task node_classification --split train --out "$DATA/node_classification_train.json"
-  "$GT" data build "${common[@]}" --task node_classification --split test --out "$DATA/node_classification_test.json"
+  local common=(--graph "$GRAPH" --hops 2 --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite)
+  "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train --max-records 400 \
+    --out "$DATA/graph_matching_train.json"
+  local nc=("${common[@]}" --fanout 8 --max-nodes 24 --task node_classification)
+  "$GT" data build "${nc[@]}" --split val --out "$DATA/node_classification_warmup.json"
+  "$GT" data build "${nc[@]}" --split train --out "$DATA/node_classification_train.json"
+  "$GT" data build "${nc[@]}" --split test --out "$DATA/node_classification_test.json"
 }
 
 # Every path of the configs, pointed into $RUN, and the graph.
@@ -50,7 +58,7 @@ PATHS=(--data.graph "$GRAPH")
 MODEL=(--model.path "$RUN/lm/model" --model.graph_encoder "$RUN/grounding/graph_encoder.safetensors")
 stage data build_records
 stage lm "$GT" train --config configs/demo/lm.toml "${PATHS[@]}" --job.out_dir "$RUN/lm" \
-  --data.instructions "$DATA/node_classification_train.json" "$@"
+  --data.instructions "$DATA/node_classification_warmup.json" "$@"
 stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" "$@"
 stage stage1 "$GT" train --config configs/demo/stage1.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage1" \
   --data.instructions "$DATA/graph_matching_train.json" "$@"
