@@ -1,0 +1,51 @@
+#pragma once
+// Pipeline schedules as data. A schedule is one list of actions per stage, produced by a pure
+// function of (stages, micro-batches); the executor only walks its own stage's list, and the
+// simulator (schedule_sim.hpp) runs all lists against each other to prove them deadlock-free
+// before any process is started. Communication is explicit in the lists, so what the
+// simulator checks is exactly what the executor will do.
+#include <string>
+#include <vector>
+
+namespace gt {
+
+enum class ActionKind {
+  Forward,         // run this stage's layers on a micro-batch; keeps its activations
+  Backward,        // gradients of a micro-batch; frees its activations
+  SendActivation,  // forward output to the next stage (peer = stage + 1)
+  RecvActivation,  // forward input from the previous stage (peer = stage - 1)
+  SendGrad,        // gradient of this stage's input to the previous stage (peer = stage - 1)
+  RecvGrad,        // gradient of this stage's output from the next stage (peer = stage + 1)
+};
+
+struct Action {
+  ActionKind kind;
+  int microbatch;
+  int peer = -1;  // the other stage of a send or receive; -1 for Forward and Backward
+
+  bool operator==(const Action& o) const {
+    return kind == o.kind && microbatch == o.microbatch && peer == o.peer;
+  }
+};
+
+using StageActions = std::vector<Action>;
+using Schedule = std::vector<StageActions>;  // index = pipeline stage
+
+// "F0", "B3", "SEND_A0", "RECV_A0", "SEND_G1", "RECV_G1". The peer is left out: in a valid
+// schedule it is always the neighbour the kind implies, and the simulator checks that.
+std::string to_string(const Action& a);
+// Space-separated actions, e.g. "RECV_A0 F0 SEND_A0 ...".
+std::string to_string(const StageActions& actions);
+// Forward and Backward only ("F0 F1 B0 B1"): the shape of a schedule at a glance.
+std::string compute_string(const StageActions& actions);
+
+// All forwards, then all backwards, both in micro-batch order (PyTorch's ScheduleGPipe).
+// Stage 0 holds the activations of all m micro-batches at once.
+Schedule gpipe_schedule(int stages, int microbatches);
+
+// 1F1B (PipeDream-Flush): stage s runs p-s-1 warm-up forwards, then alternates one forward
+// and one backward, then drains the remaining backwards. Same bubble as GPipe, but stage s
+// holds at most p-s micro-batches of activations. Needs microbatches >= stages.
+Schedule one_f_one_b_schedule(int stages, int microbatches);
+
+}  // namespace gt
