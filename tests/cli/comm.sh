@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The MPI Communicator under real mpirun (tests/comm_driver.cpp): every operation's values with
+# 2 and 4 ranks; a rank that stalls makes the waiting rank abort the job after its timeout with
+# one line naming the operation and the peer; a rank that dies ends the job. `timeout 60`
+# around every mpirun turns a hang into a failure instead of a stuck CI job.
+source "$(dirname "$0")/lib.sh"
+DRIVER=${GRAPHTUNE_COMM_DRIVER:?set by ctest}
+if ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpirun not found"
+  exit 77
+fi
+# Root needs --allow-run-as-root; 4 ranks on a 2-core machine need --oversubscribe.
+MPIRUN=(timeout 60 mpirun --allow-run-as-root --oversubscribe)
+
+# run_timed NAME NP ARGS...: runs the driver, leaving rc, ms, $TMP/NAME.out and .err.
+run_timed() {
+  local name=$1 np=$2; shift 2
+  local start=$(date +%s%N)
+  "${MPIRUN[@]}" -np "$np" "$DRIVER" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  echo "     ($name: exit $rc after $ms ms)"
+}
+faster_than() { [ "$ms" -lt $(($1 * 1000)) ]; }  # faster_than SECONDS
+ended_with_failure() { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; }  # 124: `timeout` had to end it
+
+# 14 checks with 2 ranks; with 4 each parity half also runs a ring of its own.
+for np_want in "2 14" "4 15"; do
+  set -- $np_want
+  run_timed "ops$1" "$1" ops
+  sed 's/^/    /' "$TMP/ops$1.out"
+  check "ops with $1 ranks: exit 0" [ "$rc" -eq 0 ]
+  check "ops with $1 ranks: all $2 checks passed on every rank" \
+    bash -c "[ \$(grep -c '^ok ' '$TMP/ops$1.out') -eq $2 ] && ! grep -q FAIL '$TMP/ops$1.out'"
+done
+
+# Rank 1 sleeps 60 s without answering; rank 0's 2 s timeout must end the job well before.
+for op in recv all_reduce; do
+  run_timed "stall_$op" 2 stall "$op"
+  [ "$op" = recv ] && what=recv || what=all_reduce_sum
+  line="graphtune: error: rank 0: $what with peer 1 timed out after 2 s (the peer never answered)"
+  check "stalled peer in $op: the job fails" ended_with_failure
+  check "stalled peer in $op: ends in under 20 s, not after the 60 s stall" faster_than 20
+  check "stalled peer in $op: one line names the operation and peer 1" \
+    bash -c "[ \$(grep -c 'graphtune: error' '$TMP/stall_$op.err') -eq 1 ] && grep -qxF '$line' '$TMP/stall_$op.err'"
+done
+
+# Rank 1 exits without MPI_Finalize before an all-reduce; the survivors' timeout is 120 s, so
+# only mpirun noticing the death can end the job in time.
+run_timed killed 2 killed
+check "dead rank: the job fails" ended_with_failure
+check "dead rank: mpirun ends the job in under 20 s" faster_than 20
+finish
