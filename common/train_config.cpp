@@ -1,8 +1,33 @@
 #include "common/train_config.hpp"
 
+#include <algorithm>
+
 #include "common/config.hpp"
 
 namespace gt {
+namespace {
+
+// [parallelism].partition as a list of first layers: "0, 6, 12". A string, not a TOML array,
+// because ConfigReader hands out scalars only (and the same text works as an override).
+// Only the syntax is checked here; the values need the model (check_parallel_layout).
+std::vector<int> parse_layer_list(const ConfigReader& r, const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos)
+      r.reject("parallelism", "partition",
+               "expected \"balanced\" or the first layer of each stage, e.g. \"0,6,12\"; got \"" + text + "\"");
+    out.push_back(std::stoi(item));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
 
 TrainConfig read_train_config(const std::string& path,
                               const std::vector<std::pair<std::string, std::string>>& overrides,
@@ -113,6 +138,26 @@ TrainConfig read_train_config(const std::string& path,
   c.eval_out_dir = r.get_string("eval", "out_dir", c.out_dir + "/eval");
   if (c.eval_out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
   c.eval_text_only = r.get_bool("eval", "text_only", c.eval_text_only);
+
+  // [parallelism]: what can be checked without the world size or the model. The rest (the
+  // product against mpirun's ranks, stages against decoder layers, the explicit partition's
+  // range) is parallel/process_grid.hpp's check_parallel_layout.
+  c.dp = positive("parallelism", "dp", c.dp);
+  c.pp = positive("parallelism", "pp", c.pp);
+  c.tp = positive("parallelism", "tp", c.tp);
+  c.schedule = one_of("parallelism", "schedule", c.schedule, {"gpipe", "1f1b"});
+  c.microbatches = positive("parallelism", "microbatches", c.microbatches);
+  c.partition = r.get_string("parallelism", "partition", c.partition);
+  if (c.partition != "balanced") c.partition_layers = parse_layer_list(r, c.partition);
+  if (train && c.schedule == "1f1b" && c.microbatches < c.pp)
+    r.reject("parallelism", "microbatches",
+             "1f1b needs at least as many micro-batches as pipeline stages: got " +
+                 std::to_string(c.microbatches) + " for pp " + std::to_string(c.pp) +
+                 " (raise it or use schedule = \"gpipe\")");
+  if (train && c.batch_size % c.microbatches)
+    r.reject("parallelism", "microbatches",
+             std::to_string(c.microbatches) + " micro-batches do not divide [training].batch_size " +
+                 std::to_string(c.batch_size));
 
   r.finish();
   return c;

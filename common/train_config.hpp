@@ -70,6 +70,17 @@ struct TrainConfig {
   // Answer from the text alone: the records' <graph> markers are dropped and no graph token
   // is spliced (the baseline a graph model must beat).
   bool eval_text_only = false;
+
+  // [parallelism] The process grid (world = dp x pp x tp, see parallel/process_grid.hpp and
+  // docs/parallelism.md), the pipeline schedule ("gpipe" | "1f1b"), how many micro-batches
+  // [training].batch_size is split into, and the pipeline partition: "balanced" (by parameter
+  // count) or the first decoder layer of each stage as a comma-separated list, "0,6,12".
+  // What needs the world size or the model is checked by check_parallel_layout.
+  int64_t dp = 1, pp = 1, tp = 1;
+  std::string schedule = "1f1b";
+  int64_t microbatches = 1;
+  std::string partition = "balanced";
+  std::vector<int> partition_layers;  // the explicit list parsed; empty for "balanced"
 };
 
 // What the config is read for. Every key of every section is read (and type-checked) either

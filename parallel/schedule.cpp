@@ -7,7 +7,7 @@ namespace {
 
 void check_sizes(int stages, int microbatches) {
   if (stages < 1)
-    fail("[parallelism].pipeline_stages", "must be at least 1, got " + std::to_string(stages));
+    fail("[parallelism].pp", "must be at least 1 pipeline stage, got " + std::to_string(stages));
   if (microbatches < 1)
     fail("[parallelism].microbatches", "must be at least 1, got " + std::to_string(microbatches));
 }

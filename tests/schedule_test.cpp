@@ -104,7 +104,7 @@ TEST(Schedule, OneFOneBRejectsFewerMicrobatchesThanStages) {
 }
 
 TEST(Schedule, RejectsEmptyPipelineOrStep) {
-  EXPECT_NE(test::input_error_of([] { gpipe_schedule(0, 4); }).find("[parallelism].pipeline_stages"),
+  EXPECT_NE(test::input_error_of([] { gpipe_schedule(0, 4); }).find("[parallelism].pp"),
             std::string::npos);
   EXPECT_NE(test::input_error_of([] { gpipe_schedule(2, 0); }).find("[parallelism].microbatches"),
             std::string::npos);

@@ -29,6 +29,10 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   if (world.size() > 1)
     fail("mpirun", "not supported yet: training on " + std::to_string(world.size()) +
                        " ranks (data and pipeline parallelism come with the parallel runtime); run one rank");
+  if (cfg.dp * cfg.pp * cfg.tp > 1)
+    fail(cfg.path + ": [parallelism]", "not supported yet: dp " + std::to_string(cfg.dp) + " x pp " + std::to_string(cfg.pp) +
+                                           " x tp " + std::to_string(cfg.tp) +
+                                           " (the parallel runtime is being built; use dp = pp = tp = 1)");
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
   if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg);
   if (cfg.stage == "grounding") return run_grounding_stage(cfg);

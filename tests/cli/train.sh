@@ -80,7 +80,9 @@ expect_fail "a trained vocabulary is for a fresh model" "[model].tokenizer: \"tr
   "$GT" train --config "$CFG" --model.tokenizer train --model.path "$TMP/run/model" --job.out_dir "$TMP/x8"
 expect_fail "a trained vocabulary is for stage lm" "--model.tokenizer: \"train\" (a new vocabulary) is for stage 'lm' only" -- \
   "$GT" train --config "$CFG" --model.tokenizer train --training.stage grounding --job.out_dir "$TMP/x9"
+expect_fail "parallel layouts are not there yet" "[parallelism]: not supported yet: dp 1 x pp 2 x tp 1" -- \
+  "$GT" train --config "$CFG" --parallelism.pp 2 --parallelism.microbatches 2 --job.out_dir "$TMP/x11"
 expect_fail "graph stage without records" "[data].instructions: stage 'task' needs" -- "$GT" train --config "$CFG" --training.stage task --job.out_dir "$TMP/x7"
 expect_fail "seq_len beyond context" "exceeds the model's context" -- "$GT" train --config "$CFG" --training.seq_len 4096 --job.out_dir "$TMP/x5"
-check "failed runs leave no output folder" bash -c "for d in $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 $TMP/x9 $TMP/x10; do test ! -e \"\$d\" || exit 1; done"
+check "failed runs leave no output folder" bash -c "for d in $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 $TMP/x9 $TMP/x10 $TMP/x11; do test ! -e \"\$d\" || exit 1; done"
 finish
