@@ -75,6 +75,10 @@ std::string parent_path(const std::string& p) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::string strip_trailing_slashes(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;

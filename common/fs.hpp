@@ -16,5 +16,6 @@ std::vector<std::string> list_dir(const std::string& dir);  // names, without . 
 std::string join_path(const std::string& dir, const std::string& name);
 std::string parent_path(const std::string& p);  // "." for "name", "/" for "/name"
 std::string strip_trailing_slashes(std::string p);  // "out/" -> "out"; "/" stays "/"
+bool ends_with(const std::string& s, const std::string& suffix);  // file extensions
 
 }  // namespace gt

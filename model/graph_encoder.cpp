@@ -6,19 +6,12 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "model/graph_projector.hpp"
 #include "model/named_weights.hpp"
 #include "model/safetensors.hpp"
 
 namespace gt {
-
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
 
 std::string GraphEncoderConfig::problem() const {
   std::ostringstream ss;

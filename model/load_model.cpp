@@ -30,4 +30,12 @@ std::string default_tokenizer_path(const std::string& model_path) {
   return path_exists(beside) ? beside : "";
 }
 
+std::string resolve_tokenizer_path(const std::string& setting, const std::string& model_path, const std::string& where) {
+  if (setting != "auto") return setting;
+  if (model_path.empty()) return "bytes";
+  std::string path = default_tokenizer_path(model_path);
+  if (path.empty()) fail(where, "the model " + model_path + " has no tokenizer beside it: name one");
+  return path;
+}
+
 }  // namespace gt

@@ -14,4 +14,9 @@ LoadedModel load_model(const std::string& path);
 // Hugging Face folder, tokenizer.bin beside a llama2.c file. Empty if there is none.
 std::string default_tokenizer_path(const std::string& model_path);
 
+// [model].tokenizer as a file to open: "auto" is the model's own tokenizer (or the built-in
+// byte tokenizer, "bytes", when there is no model); anything else is used as it is. InputError
+// naming `where` when "auto" finds none.
+std::string resolve_tokenizer_path(const std::string& setting, const std::string& model_path, const std::string& where);
+
 }  // namespace gt

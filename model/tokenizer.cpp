@@ -184,6 +184,7 @@ bool Tokenizer::is_printable_piece(const std::string& piece) {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  if (path == "bytes") return byte_tokenizer();
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     fail(path, "is a folder, expected a tokenizer file (tokenizer.model or a llama2.c .bin)");

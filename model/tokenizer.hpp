@@ -92,7 +92,8 @@ class Tokenizer {
 };
 
 // Loads tokenizer.model (SentencePiece protobuf) or a llama2.c tokenizer .bin, told apart by
-// content, not by name. Any problem is an InputError naming the path.
+// content, not by name; "bytes" is the built-in byte tokenizer (byte_tokenizer()). Any problem
+// is an InputError naming the path.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 // The same, then the vocabulary size must equal the model's, else an InputError such as
 // "tok512.bin: tokenizer vocab 512 does not match model vocab 32000".

@@ -7,16 +7,13 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "model/safetensors.hpp"
 
 namespace gt {
 namespace {
 
 constexpr const char* kConvertHint = "convert it once with scripts/convert_graphgpt_data.py IN.pt OUT.safetensors";
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string shape_of(const torch::Tensor& t) {
   std::string s = "[";

@@ -34,9 +34,7 @@ GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
   if (cfg.max_len > mc.max_seq_len)
     fail(where + ": [data].max_len", std::to_string(cfg.max_len) + " exceeds the context of " + cfg.model_path + " (" +
                                          std::to_string(mc.max_seq_len) + " positions)");
-  std::string tok_path = cfg.tokenizer == "auto" ? default_tokenizer_path(cfg.model_path) : cfg.tokenizer;
-  if (tok_path.empty()) fail(where + ": [model].tokenizer", "the model " + cfg.model_path + " has no tokenizer beside it: name one");
-  s.tokenizer = tok_path == "bytes" ? byte_tokenizer() : load_tokenizer(tok_path);
+  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, where + ": [model].tokenizer"));
   check_tokenizer_vocab(*s.tokenizer, static_cast<int32_t>(mc.vocab_size));
   if (!cfg.projector.empty() && !path_exists(cfg.projector)) fail(cfg.projector, "cannot open (missing or unreadable)");
   if (!cfg.graph_encoder.empty() && !path_exists(cfg.graph_encoder))

@@ -48,18 +48,6 @@ std::vector<std::string> lm_documents(const TrainConfig& cfg, const std::vector<
   return docs;
 }
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path) {
-  return path == "bytes" ? byte_tokenizer() : load_tokenizer(path);
-}
-
-}  // namespace
-
 int run_lm_stage(const TrainConfig& cfg) {
   auto t0 = std::chrono::steady_clock::now();
   // Texts first (cheap, and every bad file is reported before anything is allocated).
@@ -68,11 +56,7 @@ int run_lm_stage(const TrainConfig& cfg) {
   for (const auto& r : records) questions.push_back(text_only_record(r));
   const std::vector<std::string> corpus = lm_documents(cfg, cfg.instructions.empty() ? nullptr : &records);
 
-  std::string tok_path = cfg.tokenizer;
-  if (tok_path == "auto") {
-    tok_path = cfg.model_path.empty() ? "bytes" : default_tokenizer_path(cfg.model_path);
-    if (tok_path.empty()) fail(cfg.path + ": [model].tokenizer", "the model " + cfg.model_path + " has no tokenizer beside it: name one");
-  }
+  std::string tok_path = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": [model].tokenizer");
   if (tok_path == "train") {
     if (!cfg.model_path.empty())
       fail(cfg.path + ": [model].tokenizer", "\"train\" makes a new vocabulary, which only a fresh model can use; "
@@ -93,7 +77,7 @@ int run_lm_stage(const TrainConfig& cfg) {
     std::fprintf(stderr, "graphtune: trained a SentencePiece BPE tokenizer (%lld pieces) on %zu texts: %s\n",
                  static_cast<long long>(cfg.vocab_size), texts.size(), tok_path.c_str());
   }
-  std::unique_ptr<Tokenizer> tok = open_tokenizer(tok_path);
+  std::unique_ptr<Tokenizer> tok = load_tokenizer(tok_path);
 
   LlamaConfig mc;
   if (!cfg.model_path.empty()) {
@@ -123,7 +107,7 @@ int run_lm_stage(const TrainConfig& cfg) {
     // Conversations tokenised exactly as the graph stages and eval will see them (BOS, the
     // vicuna_v1_1 prompt, the answer, EOS). That path checks GraphGPT's tokens are registered,
     // so a private copy of the tokenizer gets them; a graph-free text never produces them.
-    std::unique_ptr<Tokenizer> conv_tok = open_tokenizer(tok_path);
+    std::unique_ptr<Tokenizer> conv_tok = load_tokenizer(tok_path);
     conv_tok->add_special_tokens(graph_special_tokens());
     for (const auto& q : questions) {
       docs.push_back(tokenize_conversation(q, {}, *conv_tok, int64_t{1} << 40).input_ids);
