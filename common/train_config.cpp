@@ -146,7 +146,9 @@ TrainConfig read_train_config(const std::string& path,
   c.pp = positive("parallelism", "pp", c.pp);
   c.tp = positive("parallelism", "tp", c.tp);
   c.schedule = one_of("parallelism", "schedule", c.schedule, {"gpipe", "1f1b"});
-  c.microbatches = positive("parallelism", "microbatches", c.microbatches);
+  // Unset, the pipeline gets one micro-batch per stage: the fewest 1F1B accepts, so that
+  // `--parallelism.pp 2` alone is a working layout.
+  c.microbatches = positive("parallelism", "microbatches", c.pp);
   c.partition = r.get_string("parallelism", "partition", c.partition);
   if (c.partition != "balanced") c.partition_layers = parse_layer_list(r, c.partition);
   if (train && c.schedule == "1f1b" && c.microbatches < c.pp)
@@ -154,10 +156,15 @@ TrainConfig read_train_config(const std::string& path,
              "1f1b needs at least as many micro-batches as pipeline stages: got " +
                  std::to_string(c.microbatches) + " for pp " + std::to_string(c.pp) +
                  " (raise it or use schedule = \"gpipe\")");
-  if (train && c.batch_size % c.microbatches)
+  // [training].batch_size is the global micro-step batch: split over the dp replicas, then into the
+  // pipeline's micro-batches, so the layout never changes what a step computes.
+  if (train && c.batch_size % (c.dp * c.microbatches))
     r.reject("parallelism", "microbatches",
-             std::to_string(c.microbatches) + " micro-batches do not divide [training].batch_size " +
-                 std::to_string(c.batch_size));
+             "dp " + std::to_string(c.dp) + " x " + std::to_string(c.microbatches) +
+                 " micro-batches do not divide [training].batch_size " + std::to_string(c.batch_size));
+  c.bucket_mb = in_range("parallelism", "bucket_mb", c.bucket_mb, 1e-6, 1e6);
+  c.timeout_s = in_range("parallelism", "timeout_s", c.timeout_s, 0.0, 1e9);
+  c.backend = one_of("parallelism", "backend", c.backend, {"mpi", "nccl"});
 
   r.finish();
   return c;

@@ -78,9 +78,17 @@ struct TrainConfig {
   // What needs the world size or the model is checked by check_parallel_layout.
   int64_t dp = 1, pp = 1, tp = 1;
   std::string schedule = "1f1b";
-  int64_t microbatches = 1;
+  int64_t microbatches = 1;  // unset in the config: pp
   std::string partition = "balanced";
   std::vector<int> partition_layers;  // the explicit list parsed; empty for "balanced"
+  // Data-parallel gradients are summed in buckets of this many MiB, each started as soon as its
+  // gradients are ready, so the reduction overlaps with the rest of backward (PyTorch DDP: 25).
+  double bucket_mb = 25;
+  // Seconds any one communication may wait for a peer before the job is aborted, naming the
+  // operation and the peer (a dead or stalled rank must not leave the others waiting forever).
+  double timeout_s = 300;
+  // "mpi" (CPU tensors, always built) or "nccl" (CUDA tensors; its library is loaded only when asked).
+  std::string backend = "mpi";
 };
 
 // What the config is read for. Every key of every section is read (and type-checked) either

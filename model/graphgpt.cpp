@@ -73,7 +73,8 @@ torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
       torch::NoGradGuard ng;
       nodes = encoder->forward(g.x, g.edge_index);
     }
-    slots.push_back({g.row, g.start, projector->forward(nodes).to(x.scalar_type())});
+    auto tokens = projection_ ? projection_(nodes) : projector->forward(nodes);
+    slots.push_back({g.row, g.start, tokens.to(x.scalar_type())});
   }
   return slots.empty() ? x : splice_graph_tokens(x, slots);
 }

@@ -14,6 +14,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,6 +60,14 @@ class GraphGptImpl : public torch::nn::Module {
 
   // GraphGPT's trainable set: projector weight and bias, and the two token rows.
   std::vector<torch::Tensor> trainable_parameters();
+  // The trainable token rows alone ([2, D]: <g_start>, <g_end>).
+  const torch::Tensor& graph_token_rows() const { return graph_token_rows_; }
+
+  // Graph tokens from `projection` instead of the projector module: a tensor-parallel projector
+  // (parallel/tensor_parallel.hpp) holds its own weight shards. Must map [N, gnn_output] to
+  // [N, dim] as the projector would.
+  using Projection = std::function<torch::Tensor(const torch::Tensor& nodes)>;
+  void use_projection(Projection projection) { projection_ = std::move(projection); }
   // Frozen LLM and encoder, trainable projector and token rows (call after loading weights).
   void freeze_for_graph_tuning();
 
@@ -76,7 +85,8 @@ class GraphGptImpl : public torch::nn::Module {
 
  private:
   GraphTokenIds ids_;
-  torch::Tensor graph_token_rows_;  // [2, D]: <g_start>, <g_end>
+  torch::Tensor graph_token_rows_;
+  Projection projection_;  // [2, D]: <g_start>, <g_end>
 };
 TORCH_MODULE(GraphGpt);
 

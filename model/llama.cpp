@@ -135,15 +135,8 @@ torch::Tensor LlamaImpl::layer(int64_t i, const torch::Tensor& x0, const torch::
   return x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
 }
 
-torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
-                                        const torch::Tensor& position_ids) {
-  const int64_t B = x.size(0), T = x.size(1);
-  if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
-    throw std::runtime_error("position_ids must be [batch, new positions]");
-  const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
-  if (cache && total > cache->capacity())
-    throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
-  // Boolean mask [B, 1, T, total], true = may attend: causal, and never to padded keys.
+torch::Tensor LlamaImpl::attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask) {
+  const int64_t total = pos0 + T;
   auto causal = torch::ones({T, total}, torch::kBool).tril(pos0);
   auto mask = causal.view({1, 1, T, total});
   if (key_mask.defined()) {
@@ -151,10 +144,15 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
       throw std::runtime_error("key_mask must be [batch, cached + new positions]");
     mask = mask & key_mask.to(torch::kBool).view({B, 1, 1, total});
   }
+  return mask;
+}
+
+torch::Tensor LlamaImpl::run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
+                                    const torch::Tensor& position_ids, int64_t first, int64_t last) {
   // A cache is written as a side effect, which a recomputation would repeat: generation runs
   // without grad anyway, so checkpointing only ever applies to training forwards.
   const bool ckpt = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
-  for (int64_t i = 0; i < cfg_.n_layers; ++i) {
+  for (int64_t i = first; i < last; ++i) {
     if (!ckpt) {
       x = layer(i, x, mask, cache, pos0, position_ids);
       continue;
@@ -165,9 +163,51 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
     };
     x = checkpoint(body, x, {attn_norm_[i], q_[i], k_[i], v_[i], o_[i], ffn_norm_[i], gate_[i], up_[i], down_[i]});
   }
+  return x;
+}
+
+torch::Tensor LlamaImpl::forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last) {
+  if (first < 0 || first > last || last > cfg_.n_layers)
+    throw std::logic_error("forward_layers: layers [" + std::to_string(first) + ", " + std::to_string(last) +
+                           ") outside the model's " + std::to_string(cfg_.n_layers));
+  const auto mask = attention_mask(x.size(0), x.size(1), 0, key_mask);
+  return run_layers(std::move(x), mask, nullptr, 0, {}, first, last);
+}
+
+torch::Tensor LlamaImpl::head(const torch::Tensor& x) {
+  auto h = rms_norm(x, norm_, cfg_.norm_eps);
+  return torch::linear(h, cfg_.tie_embeddings ? embed_tokens_ : lm_head_).to(torch::kFloat32);
+}
+
+torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
+                                        const torch::Tensor& position_ids) {
+  const int64_t B = x.size(0), T = x.size(1);
+  if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
+    throw std::runtime_error("position_ids must be [batch, new positions]");
+  const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
+  if (cache && total > cache->capacity())
+    throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
+  x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask), cache, pos0, position_ids, 0, cfg_.n_layers);
   if (cache) cache->len = total;
-  x = rms_norm(x, norm_, cfg_.norm_eps);
-  return torch::linear(x, cfg_.tie_embeddings ? embed_tokens_ : lm_head_).to(torch::kFloat32);
+  return head(x);
+}
+
+int64_t LlamaImpl::layer_of(const std::string& name) {
+  const std::string prefix = "model.layers.";
+  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
+  return std::stoll(name.substr(prefix.size()));
+}
+
+void LlamaImpl::keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head) {
+  torch::NoGradGuard ng;
+  for (auto& [name, p] : named_weights()) {
+    const int64_t l = layer_of(name);
+    bool keep;
+    if (l >= 0) keep = l >= first && l < last;
+    else if (name == "model.embed_tokens.weight") keep = keep_embedding || (keep_head && cfg_.tie_embeddings);
+    else keep = keep_head;  // final norm, lm_head
+    if (!keep) p.set_data(torch::empty({0}, p.options()));
+  }
 }
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& key_mask, KVCache* cache,
@@ -175,15 +215,23 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tenso
   return forward_embeds(embed(tokens), key_mask, cache, position_ids);
 }
 
-torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+torch::Tensor causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) {
   const int64_t T = logits.size(1), V = logits.size(2);
   auto l = logits.narrow(1, 0, T - 1).reshape({-1, V});
   auto y = labels.narrow(1, 1, T - 1).reshape({-1});
+  return torch::nn::functional::cross_entropy(
+      l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+}
+
+int64_t learned_positions(const torch::Tensor& labels) {
+  return (labels.narrow(1, 1, labels.size(1) - 1) != -100).sum().item<int64_t>();
+}
+
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
   // Summed, then divided by the learned positions: a batch whose answers were all truncated away
   // has none, and gives 0 (no gradient) instead of the NaN of an empty mean.
-  auto sum = torch::nn::functional::cross_entropy(
-      l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
-  return sum / (y != -100).sum().clamp_min(1);
+  const int64_t T = labels.size(1);
+  return causal_lm_loss_sum(logits, labels) / (labels.narrow(1, 1, T - 1) != -100).sum().clamp_min(1);
 }
 
 }  // namespace gt

@@ -49,6 +49,20 @@ class LlamaImpl : public torch::nn::Module {
 
   KVCache new_cache(int64_t batch, int64_t capacity) const;
 
+  // The two halves of forward_embeds, for pipeline stages (worker/pipeline_stages.hpp): decoder
+  // layers [first, last) on hidden states [B, T, dim] (no cache; checkpointed when switched on),
+  // and the final norm and head (logits float32). forward_embeds without a cache is
+  // head(forward_layers(x, key_mask, 0, n_layers)).
+  torch::Tensor forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last);
+  torch::Tensor head(const torch::Tensor& x);
+
+  // Frees the weights a pipeline stage does not run (layers outside [first, last), the
+  // embeddings unless `keep_embedding`, the final norm and head unless `keep_head`), so a stage
+  // holds only its share. Their names stay (empty tensors): named_weights() still lists them.
+  void keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head);
+  // The decoder layer a weight name belongs to, or -1 (embeddings, final norm, head).
+  static int64_t layer_of(const std::string& name);
+
   // Fresh weights for training from scratch: normal(0, 0.02), norms at 1; deterministic.
   void init_weights(uint64_t seed);
 
@@ -70,6 +84,10 @@ class LlamaImpl : public torch::nn::Module {
   // Decoder layer i: x + attention, then + MLP (pre-norm residual blocks).
   torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
                       const torch::Tensor& position_ids);
+  // Boolean [B, 1, T, total] mask, true = may attend: causal, never to padded keys.
+  static torch::Tensor attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask);
+  torch::Tensor run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
+                           const torch::Tensor& position_ids, int64_t first, int64_t last);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
                           KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
   LlamaConfig cfg_;
@@ -83,5 +101,10 @@ TORCH_MODULE(Llama);
 // aligned with the inputs and shifted inside (position t predicts label t+1). 0 when no
 // position is learned.
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+// The summed cross-entropy (no division) and the number of learned positions it sums over:
+// a step split over micro-batches and ranks divides the sum by the whole step's count, so its
+// loss is the token mean over the global batch, however the batch is split.
+torch::Tensor causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels);
+int64_t learned_positions(const torch::Tensor& labels);
 
 }  // namespace gt

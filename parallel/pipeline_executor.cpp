@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -135,9 +136,13 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     return std::logic_error(where(stage_, a.microbatch) + ": " + to_string(a) + " before " + what);
   };
 
+  using Clock = std::chrono::steady_clock;
+  const auto step_start = Clock::now();
   try {
     for (const Action& a : actions_) {
       MicroBatch& mbs = live[a.microbatch];
+      const auto action_start = Clock::now();
+      const bool computes = a.kind == ActionKind::Forward || a.kind == ActionKind::Backward;
       switch (a.kind) {
         case ActionKind::RecvActivation:
           mbs.input = recv_pipeline_message(pp_, PipelineStream::Activation, a.microbatch, a.peer, at::Tensor(), device_);
@@ -205,8 +210,10 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
           break;
         }
       }
+      if (computes) stats_.compute_seconds += std::chrono::duration<double>(Clock::now() - action_start).count();
     }
     for (auto& w : sends) w->wait();
+    stats_.run_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
   } catch (...) {
     // The step is broken and the job is about to end. Waiting for the posted sends here (as
     // destroying a Work would) could block until the timeout on a peer that is failing too,

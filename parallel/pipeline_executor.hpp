@@ -35,6 +35,9 @@ struct StageFunctions {
 struct PipelineStats {
   int peak_in_flight = 0;  // most micro-batches forwarded but not yet backwarded at once, this step
   int64_t bytes_sent = 0;  // activations + gradients + headers sent by this stage, this step
+  // Wall time of the step on this stage, and of it the part spent in Forward and Backward; the
+  // rest is waiting on neighbours (the bubble, and communication).
+  double run_seconds = 0, compute_seconds = 0;
 };
 
 class PipelineExecutor {

@@ -52,12 +52,14 @@ SplitArgs tp_split(const GridShape& g, int rank) {
 
 void check_parallel_layout(const TrainConfig& c, int world_size, int n_layers) {
   const int64_t ranks = c.dp * c.pp * c.tp;
+  const std::string at = c.path.empty() ? "" : c.path + ": ";
   if (ranks != world_size)
-    fail("[parallelism]", "dp " + std::to_string(c.dp) + " x pp " + std::to_string(c.pp) + " x tp " +
-                              std::to_string(c.tp) + " = " + std::to_string(ranks) + " ranks, but mpirun started " +
-                              std::to_string(world_size));
+    fail(at + "[parallelism]", "dp " + std::to_string(c.dp) + " x pp " + std::to_string(c.pp) + " x tp " +
+                                   std::to_string(c.tp) + " = " + std::to_string(ranks) + " ranks, but the job has " +
+                                   std::to_string(world_size) + " (start it with mpirun -np " + std::to_string(ranks) +
+                                   ")");
   if (c.pp > n_layers)
-    fail("[parallelism].pp", std::to_string(c.pp) + " pipeline stages, but the model has only " +
+    fail(at + "[parallelism].pp", std::to_string(c.pp) + " pipeline stages, but the model has only " +
                                  std::to_string(n_layers) + " decoder layers (each stage needs at least one)");
   if (!c.partition_layers.empty())
     check_explicit_partition(c.partition_layers, static_cast<int>(c.pp), n_layers);

@@ -16,6 +16,11 @@ World::World(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
+void World::abort(int code) const {
+  if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
 World::~World() {
   if (!mpi_) return;
   int finalised = 0;

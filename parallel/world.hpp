@@ -14,6 +14,9 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool under_mpi() const { return mpi_; }
+  // Ends every rank of the job now (MPI_Abort) with `code`; without MPI, exits this process.
+  // For a failure on some ranks only, where the others would wait in a collective.
+  [[noreturn]] void abort(int code) const;
 
  private:
   int rank_ = 0, size_ = 1;

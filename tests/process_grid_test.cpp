@@ -161,7 +161,11 @@ TEST(GridLayout, CheckParallelLayout) {
   c.dp = 2, c.pp = 2, c.tp = 1;
   EXPECT_NO_THROW(gt::check_parallel_layout(c, 4, 4));
   auto msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
-  EXPECT_EQ(msg, "[parallelism]: dp 2 x pp 2 x tp 1 = 4 ranks, but mpirun started 2");
+  EXPECT_EQ(msg, "[parallelism]: dp 2 x pp 2 x tp 1 = 4 ranks, but the job has 2 (start it with mpirun -np 4)");
+  c.path = "job.toml";  // a config file is named
+  msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
+  EXPECT_EQ(msg.rfind("job.toml: [parallelism]: dp 2", 0), 0u) << msg;
+  c.path.clear();
   c.dp = 1, c.pp = 5;
   msg = one_line_error([&] { gt::check_parallel_layout(c, 5, 4); });
   EXPECT_NE(msg.find("[parallelism].pp: 5 pipeline stages, but the model has only 4 decoder layers"),
@@ -183,6 +187,10 @@ TEST(Config, ParallelismKeys) {
   EXPECT_EQ(c.schedule, "1f1b");
   EXPECT_EQ(c.microbatches, 1);
   EXPECT_EQ(c.partition, "balanced");
+  EXPECT_EQ(c.bucket_mb, 25);
+  EXPECT_EQ(c.backend, "mpi");
+  // Unset, micro-batches follow the stages: `--parallelism.pp 2` alone is a valid 1F1B layout.
+  EXPECT_EQ(gt::read_train_config("", {{"parallelism.pp", "2"}, {"training.batch_size", "8"}}).microbatches, 2);
   EXPECT_TRUE(c.partition_layers.empty());
 
   c = gt::read_train_config("", {{"parallelism.dp", "2"}, {"parallelism.pp", "3"}, {"parallelism.tp", "2"},
@@ -208,8 +216,16 @@ TEST(Config, ParallelismErrors) {
   msg = one_line_error([] {
     gt::read_train_config("", {{"training.batch_size", "6"}, {"parallelism.microbatches", "4"}});
   });
-  EXPECT_NE(msg.find("--parallelism.microbatches: 4 micro-batches do not divide [training].batch_size 6"),
+  EXPECT_NE(msg.find("--parallelism.microbatches: dp 1 x 4 micro-batches do not divide [training].batch_size 6"),
             std::string::npos) << msg;
+  // The global batch is split over the replicas too.
+  msg = one_line_error([] {
+    gt::read_train_config("", {{"training.batch_size", "6"}, {"parallelism.dp", "4"}});
+  });
+  EXPECT_NE(msg.find("[parallelism].microbatches: dp 4 x 1 micro-batches do not divide [training].batch_size 6"),
+            std::string::npos) << msg;
+  msg = one_line_error([] { gt::read_train_config("", {{"parallelism.backend", "gloo"}}); });
+  EXPECT_NE(msg.find("--parallelism.backend: 'gloo' is not one of: mpi, nccl"), std::string::npos) << msg;
   msg = one_line_error([] { gt::read_train_config("", {{"parallelism.tp", "0"}}); });
   EXPECT_NE(msg.find("--parallelism.tp: must be positive, got 0"), std::string::npos) << msg;
   msg = one_line_error([] { gt::read_train_config("", {{"parallelism.schedule", "interleaved"}}); });

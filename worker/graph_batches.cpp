@@ -158,7 +158,17 @@ GraphBatchStream::GraphBatchStream(std::shared_ptr<const std::vector<Instruction
     fail("queue_capacity", std::to_string(options_.queue_capacity) + " must be 0 or more");
   if (records_->size() > UINT32_MAX) fail(options_.where, "too many records");
   const int64_t n = static_cast<int64_t>(records_->size());
-  steps_per_epoch_ = (n + options_.batch_size - 1) / options_.batch_size;
+  const auto& o = options_;
+  if (o.shards < 1 || o.first_shard < 0 || o.shards_here < 1 || o.first_shard + o.shards_here > o.shards)
+    throw std::invalid_argument("GraphBatchStream: shards " + std::to_string(o.first_shard) + " + " +
+                                std::to_string(o.shards_here) + " outside 0.." + std::to_string(o.shards));
+  if (o.shards > 1 && (!o.drop_last || o.batch_size % o.shards))
+    throw std::invalid_argument("GraphBatchStream: " + std::to_string(o.shards) +
+                                " shards need drop_last and a batch size they divide");
+  if (o.drop_last && n < o.batch_size)
+    fail(o.where, std::to_string(n) + " records are fewer than one batch of " + std::to_string(o.batch_size) +
+                      " ([training].batch_size)");
+  steps_per_epoch_ = o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
   prefetch_ = std::make_unique<OrderedPrefetcher<GraphGptBatch>>(
       [this](int64_t k) { return build(k); }, options_.num_workers, options_.queue_capacity);
 }
@@ -215,9 +225,17 @@ std::vector<int64_t> GraphBatchStream::batch_indices(int64_t k) const {
   return std::vector<int64_t>(order->begin() + begin, order->begin() + end);
 }
 
-GraphGptBatch GraphBatchStream::build(int64_t k) const {
+std::vector<int64_t> GraphBatchStream::element_indices(int64_t e) const {
+  std::vector<int64_t> all = batch_indices(e / options_.shards_here);
+  if (options_.shards == 1) return all;
+  const int64_t part = options_.batch_size / options_.shards;
+  const int64_t s = options_.first_shard + e % options_.shards_here;
+  return std::vector<int64_t>(all.begin() + s * part, all.begin() + (s + 1) * part);
+}
+
+GraphGptBatch GraphBatchStream::build(int64_t e) const {
   std::vector<GraphExample> examples;
-  for (int64_t i : batch_indices(k))
+  for (int64_t i : element_indices(e))
     examples.push_back(make_example((*records_)[static_cast<size_t>(i)], features_, tokenizer_,
                                     options_.max_len, options_.where));
   return collate(examples, pad_id_);

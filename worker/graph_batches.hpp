@@ -60,6 +60,16 @@ struct GraphBatchOptions {
   int32_t num_workers = 0;   // 0: batches are built in the caller's thread, inside next()
   int64_t queue_capacity = 0;  // batches ready or being built ahead (0: 2 * num_workers)
   std::string where = "instructions";  // names the records in messages (the file)
+  // Every batch full: an epoch's remainder (fewer than batch_size records) is skipped, and the
+  // next epoch's shuffle puts other records there. Training sets it, so that a global batch
+  // can always be split evenly over ranks and micro-batches.
+  bool drop_last = false;
+  // Data parallelism and micro-batches: each global batch is cut into `shards` equal parts, in
+  // order, and this stream yields parts first_shard .. first_shard + shards_here - 1 of every
+  // batch, one per next(). A dp rank with m pipeline micro-batches takes parts
+  // [dp_rank * m, (dp_rank + 1) * m) of dp * m; only those records are ever read and built.
+  // shards > 1 needs drop_last and batch_size divisible by shards.
+  int64_t shards = 1, first_shard = 0, shards_here = 1;
 };
 
 class GraphBatchStream {
@@ -81,20 +91,23 @@ class GraphBatchStream {
   GraphBatchStream(const GraphBatchStream&) = delete;
   GraphBatchStream& operator=(const GraphBatchStream&) = delete;
 
-  // The next batch: batch k of the stream is step k % steps_per_epoch() of epoch
-  // k / steps_per_epoch(). An error building it (a bad record) is re-thrown here as it was
+  // The next batch (with shards, the next part of a batch): batch k of the stream is step
+  // k % steps_per_epoch() of epoch k / steps_per_epoch(). An error building it (a bad record) is re-thrown here as it was
   // thrown (an InputError stays an InputError); the stream then moves on to the next batch.
   GraphGptBatch next();
 
-  int64_t steps_per_epoch() const { return steps_per_epoch_; }  // ceil(records / batch_size)
-  int64_t batches() const;          // batches next() has returned (or failed on)
-  int64_t epoch() const { return batches() / steps_per_epoch_; }  // epoch of the next batch
+  // ceil(records / batch_size), or floor with drop_last (in global batches, not parts)
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t batches() const;          // batches (parts) next() has returned (or failed on)
+  int64_t epoch() const { return batches() / (steps_per_epoch_ * options_.shards_here); }  // of the next one
   double wait_seconds() const;      // total time next() was blocked waiting for data
   int64_t num_records() const { return static_cast<int64_t>(records_->size()); }
   const GraphBatchOptions& options() const { return options_; }
 
-  // Record indices of batch k (deterministic in seed; what next() builds for batch k).
+  // Record indices of global batch k (deterministic in seed), and of this stream's element e
+  // (what the e-th next() builds: its part of batch e / shards_here).
   std::vector<int64_t> batch_indices(int64_t k) const;
+  std::vector<int64_t> element_indices(int64_t e) const;
 
  private:
   GraphGptBatch build(int64_t k) const;

@@ -19,7 +19,11 @@
 #include "model/special_tokens.hpp"
 #include "model/tokenizer.hpp"
 #include "worker/job_records.hpp"
+#include "parallel/world.hpp"
+#include "worker/gather_weights.hpp"
 #include "worker/lm_trainer.hpp"
+#include "worker/parallel_runtime.hpp"
+#include "worker/rank_report.hpp"
 #include "worker/mixed_precision.hpp"
 
 namespace gt {
@@ -48,7 +52,7 @@ std::vector<std::string> lm_documents(const TrainConfig& cfg, const std::vector<
   return docs;
 }
 
-int run_lm_stage(const TrainConfig& cfg) {
+int run_lm_stage(const TrainConfig& cfg, const World& world) {
   auto t0 = std::chrono::steady_clock::now();
   // Texts first (cheap, and every bad file is reported before anything is allocated).
   std::vector<InstructionRecord> records, questions;
@@ -58,6 +62,9 @@ int run_lm_stage(const TrainConfig& cfg) {
 
   std::string tok_path = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": [model].tokenizer");
   if (tok_path == "train") {
+    if (world.size() > 1)
+      fail(cfg.path + ": [model].tokenizer", "not supported yet: training the tokenizer on " + std::to_string(world.size()) +
+                                               " ranks; train it in a one-rank run and name its tokenizer.model here");
     if (!cfg.model_path.empty())
       fail(cfg.path + ": [model].tokenizer", "\"train\" makes a new vocabulary, which only a fresh model can use; "
                                                "[model].path names an existing one");
@@ -115,11 +122,13 @@ int run_lm_stage(const TrainConfig& cfg) {
     }
   }
   WindowSampler data(pack_documents(docs), cfg.seq_len, static_cast<uint64_t>(cfg.seed));
-  std::fprintf(stderr, "graphtune: corpus '%s': %zu documents", cfg.source.c_str(), corpus.size());
-  if (!questions.empty())
-    std::fprintf(stderr, " + %zu text-only conversations from %s (%lld tokens)", questions.size(),
-                 cfg.instructions.c_str(), static_cast<long long>(question_tokens));
-  std::fprintf(stderr, ", %lld tokens\n", static_cast<long long>(data.stream_size()));
+  if (world.rank() == 0) {
+    std::fprintf(stderr, "graphtune: corpus '%s': %zu documents", cfg.source.c_str(), corpus.size());
+    if (!questions.empty())
+      std::fprintf(stderr, " + %zu text-only conversations from %s (%lld tokens)", questions.size(),
+                   cfg.instructions.c_str(), static_cast<long long>(question_tokens));
+    std::fprintf(stderr, ", %lld tokens\n", static_cast<long long>(data.stream_size()));
+  }
 
   Llama model(mc);
   if (!cfg.model_path.empty()) {
@@ -127,23 +136,46 @@ int run_lm_stage(const TrainConfig& cfg) {
   } else {
     model->init_weights(static_cast<uint64_t>(cfg.seed));
   }
-  std::fprintf(stderr, "graphtune: model %lld parameters (dim %lld, %lld layers, %lld heads, %lld kv heads), %d threads\n",
-               static_cast<long long>(mc.num_parameters()), static_cast<long long>(mc.dim),
-               static_cast<long long>(mc.n_layers), static_cast<long long>(mc.n_heads),
-               static_cast<long long>(mc.n_kv_heads), torch::get_num_threads());
-  // Stage lm trains every parameter: all of them are fp32 master weights, bf16 or not.
-  std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.dtype, frozen_bytes(*model)).c_str());
+  // Cut into stages (balanced by parameters: the embeddings count on stage 0, the norm and the
+  // head, a copy of the table when tied, on the last), then each stage drops what it does not run.
+  std::vector<int64_t> layer_params(static_cast<size_t>(mc.n_layers), 0);
+  int64_t first_extra = 0, last_extra = mc.tie_embeddings ? mc.vocab_size * mc.dim : 0;
+  for (auto& [name, p] : model->named_weights()) {
+    const int64_t l = LlamaImpl::layer_of(name);
+    if (l >= 0) layer_params[static_cast<size_t>(l)] += p.numel();
+    else (name == "model.embed_tokens.weight" ? first_extra : last_extra) += p.numel();
+  }
+  ParallelRuntime rt = make_parallel_runtime(cfg, world, layer_params, first_extra, last_extra);
+  model->keep_only(rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage());
+  if (rt.reports()) {
+    std::fprintf(stderr, "graphtune: model %lld parameters (dim %lld, %lld layers, %lld heads, %lld kv heads), %d threads\n",
+                 static_cast<long long>(mc.num_parameters()), static_cast<long long>(mc.dim),
+                 static_cast<long long>(mc.n_layers), static_cast<long long>(mc.n_heads),
+                 static_cast<long long>(mc.n_kv_heads), torch::get_num_threads());
+    // Stage lm trains every parameter: all of them are fp32 master weights, bf16 or not.
+    std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.dtype, frozen_bytes(*model)).c_str());
+  }
+  report_layout(rt, cfg);
 
-  train_lm(model, data, cfg, [&](const LmLogLine& l) {
-    std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n",
-                 static_cast<long long>(l.step), static_cast<long long>(cfg.steps), l.loss, l.lr, l.grad_norm,
-                 l.tokens_per_s);
-  });
+  TrainLogFile log_file(rt.reports() ? cfg.out_dir : "");
+  train_lm(
+      model, data, cfg, rt,
+      [&](const LmLogLine& l) {
+        log_file.write(l);
+        if (!rt.reports()) return;
+        std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n",
+                     static_cast<long long>(l.step), static_cast<long long>(cfg.steps), l.loss, l.lr, l.grad_norm,
+                     l.tokens_per_s);
+      },
+      [&](const StepRunner& runner) { report_rank_peak(rt, runner); });
 
+  std::map<std::string, torch::Tensor> weights = gather_pipeline_weights(rt, model->named_weights());
+  if (!rt.reports()) {
+    rt.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
+    return 0;
+  }
   const std::string out = cfg.out_dir + "/model";
   make_dirs(cfg.out_dir);
-  std::map<std::string, torch::Tensor> weights;
-  for (auto& [name, t] : model->named_weights()) weights[name] = t.detach();
   save_hf_folder(out, mc, weights, "fp32", /*max_shard_bytes=*/0, /*overwrite=*/true);
   // A SentencePiece model travels as itself (Hugging Face folders carry tokenizer.model); the
   // byte and llama2.c tokenizers as llama2.c's tokenizer.bin.
@@ -155,6 +187,7 @@ int run_lm_stage(const TrainConfig& cfg) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "graphtune: trained %lld steps in %.1f s; model written to %s (fp32%s)\n",
                static_cast<long long>(cfg.steps), secs, out.c_str(), is_bf16(cfg.dtype) ? ": the master weights" : "");
+  rt.world->barrier();
   return 0;
 }
 

@@ -19,7 +19,9 @@ namespace gt {
 // label reaches the warm-up. Otherwise [data].source is a text file, one document a line.
 std::vector<std::string> lm_documents(const TrainConfig& cfg, const std::vector<InstructionRecord>* records);
 
-// Trains, logs to stderr, writes [job].out_dir/model. Returns the exit code.
-int run_lm_stage(const TrainConfig& cfg);
+class World;
+// Trains (under any dp x pp layout), logs to stderr (world rank 0), writes [job].out_dir/model.
+// Returns the exit code.
+int run_lm_stage(const TrainConfig& cfg, const World& world);
 
 }  // namespace gt

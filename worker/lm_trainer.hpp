@@ -30,7 +30,18 @@ class WindowSampler {
 
 std::vector<int32_t> pack_documents(const std::vector<std::vector<int32_t>>& docs);
 
+// One process.
 std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainConfig& cfg,
                                 const std::function<void(const LmLogLine&)>& on_log);
+
+struct ParallelRuntime;
+class StepRunner;
+// Under any dp x pp layout (worker/step_runner.hpp): every rank draws the same global windows
+// and takes its replica's rows; the model must already hold only this stage's weights
+// (LlamaImpl::keep_only). Returns the log on every rank; `runner` (optional) receives the
+// runner's statistics at the end.
+std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainConfig& cfg, ParallelRuntime& rt,
+                                const std::function<void(const LmLogLine&)>& on_log,
+                                const std::function<void(const StepRunner&)>& at_end = {});
 
 }  // namespace gt

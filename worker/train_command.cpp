@@ -3,11 +3,15 @@
 // graph_matching and task (worker/graph_trainer.hpp).
 #include <torch/torch.h>
 
+#include <cstdio>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/train_config.hpp"
+#include "model/load_model.hpp"
+#include "parallel/process_grid.hpp"
 #include "parallel/world.hpp"
+#include "worker/parallel_runtime.hpp"
 #include "worker/commands.hpp"
 #include "worker/graph_trainer.hpp"
 #include "worker/grounding_stage.hpp"
@@ -17,26 +21,70 @@ namespace gt {
 
 namespace {
 
-int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
-  std::vector<std::string> rest;
-  auto overrides = take_overrides(extra, rest);
-  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
-  TrainConfig cfg = read_train_config(config_path, overrides);
+// Everything that can be wrong with the job itself, before any weight is read: the same on every
+// rank (same files, same flags), so only rank 0 says it.
+void check_job(const TrainConfig& cfg, int world_size) {
+  if (cfg.backend == "nccl")
+    fail(cfg.path + ": [parallelism].backend", "not supported yet: training on the nccl backend (the trainers run on "
+                                               "CPU tensors; use \"mpi\")");
+  int64_t n_layers = cfg.n_layers, dim = cfg.dim;
+  if (!cfg.model_path.empty()) {
+    const LlamaConfig mc = read_model_config(cfg.model_path);  // the config only, no weights
+    n_layers = mc.n_layers;
+    dim = mc.dim;
+  }
+  check_parallel_layout(cfg, world_size, static_cast<int>(n_layers));
+  const bool graph_stage = cfg.stage == "graph_matching" || cfg.stage == "task";
+  if (cfg.tp > 1 && !graph_stage)
+    fail(cfg.path + ": [parallelism].tp", std::to_string(cfg.tp) + ": tensor parallelism splits GraphGPT's projector, "
+                                          "which stage " + cfg.stage + " does not have (use dp or pp)");
+  if (cfg.tp > 1 && dim % cfg.tp)
+    fail(cfg.path + ": [parallelism].tp", std::to_string(cfg.tp) + " does not divide the projector's output, the LLM "
+                                          "hidden size " + std::to_string(dim));
+  if (world_size > 1 && cfg.stage == "grounding")
+    fail(cfg.path + ": [training].stage", "not supported yet: grounding on " + std::to_string(world_size) +
+                                              " ranks (run it with one)");
+}
 
+int run_stage(const TrainConfig& cfg, const World& world) {
+  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg, world);
+  if (cfg.stage == "grounding") return run_grounding_stage(cfg);
+  return run_lm_stage(cfg, world);
+}
+
+int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
+  // Ranks learn who they are from MPI (mpirun, or the launcher, which runs mpirun): the same
+  // program runs one rank or many.
   int argc = 0;
   char** argv = nullptr;
   World world(&argc, &argv);
-  if (world.size() > 1)
-    fail("mpirun", "not supported yet: training on " + std::to_string(world.size()) +
-                       " ranks (data and pipeline parallelism come with the parallel runtime); run one rank");
-  if (cfg.dp * cfg.pp * cfg.tp > 1)
-    fail(cfg.path + ": [parallelism]", "not supported yet: dp " + std::to_string(cfg.dp) + " x pp " + std::to_string(cfg.pp) +
-                                           " x tp " + std::to_string(cfg.tp) +
-                                           " (the parallel runtime is being built; use dp = pp = tp = 1)");
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
-  if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg);
-  if (cfg.stage == "grounding") return run_grounding_stage(cfg);
-  return run_lm_stage(cfg);
+  try {
+    std::vector<std::string> rest;
+    auto overrides = take_overrides(extra, rest);
+    if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+    TrainConfig cfg = read_train_config(config_path, overrides);
+    check_job(cfg, world.size());
+    return run_stage(cfg, world);
+  } catch (const InputError& e) {
+    // Until the ranks have formed their groups, every rank meets the same error at the same
+    // point: rank 0 prints it, the others leave quietly, and all exit 2. After that, an error
+    // may be one rank's alone while the others wait in a collective: it names its rank and
+    // ends the job.
+    if (world.size() == 1) throw;
+    if (!parallel_runtime_formed()) {
+      if (world.rank() == 0) throw;
+      return kExitInputError;
+    }
+    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
+    std::fflush(stderr);
+    world.abort(kExitInputError);
+  } catch (const std::exception& e) {
+    if (world.size() == 1) throw;
+    std::fprintf(stderr, "graphtune: internal error: rank %d: %s\n", world.rank(), e.what());
+    std::fflush(stderr);
+    world.abort(1);
+  }
 }
 
 }  // namespace
@@ -45,7 +93,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto skip = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("train", "train from a TOML config; any key overridable as --section.key VALUE");
-  sub->add_option("--config", *config, "TOML job config (configs/)");
+  sub->add_option("-c,--config", *config, "TOML job config (configs/)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
   sub->allow_extras();
   sub->callback([sub, config, skip, &exit_code] {

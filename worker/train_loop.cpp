@@ -11,7 +11,8 @@ namespace gt {
 
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const TrainConfig& cfg, int64_t steps,
-                                    const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
+                                    const std::function<StepOutcome(int64_t step)>& step_fn,
+                                    const std::function<double()>& grad_norm,
                                     const std::function<void(const StepLog&)>& on_log) {
   auto opts = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
@@ -20,7 +21,10 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
   std::vector<torch::optim::OptimizerParamGroup> groups;
   if (!decay.empty()) groups.emplace_back(decay, opts(cfg.weight_decay));
   if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
-  torch::optim::AdamW opt(groups, torch::optim::AdamWOptions(cfg.lr));
+  // A pipeline stage may own no trainable parameter (GraphGPT's frozen LLM layers): it still
+  // runs every step's forward and backward, and takes part in the loss and norm reductions.
+  std::unique_ptr<torch::optim::AdamW> opt;
+  if (!groups.empty()) opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(cfg.lr));
   std::vector<torch::Tensor> params = decay;
   params.insert(params.end(), no_decay.begin(), no_decay.end());
 
@@ -30,20 +34,25 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < steps; ++step) {
     const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
-    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    opt.zero_grad();
-    double step_loss = 0;
-    for (int64_t k = 0; k < cfg.grad_accum_steps; ++k) {
-      MicroStep m = micro(step, k);
-      step_loss += m.loss / static_cast<double>(cfg.grad_accum_steps);
-      window_tokens += m.tokens;
+    if (opt) {
+      for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      opt->zero_grad();
     }
-    // The norm is always computed (it is logged); clipping only when asked.
-    const double norm = torch::nn::utils::clip_grad_norm_(params, cfg.max_grad_norm > 0 ? cfg.max_grad_norm : 1e30);
-    if (!std::isfinite(step_loss) || !std::isfinite(norm))
+    const StepOutcome out = step_fn(step);
+    window_tokens += out.tokens;
+    // The norm is always computed (it is logged); clipping only when asked. The coefficient is
+    // torch.nn.utils.clip_grad_norm_'s, applied with the norm of the whole model.
+    const double norm = grad_norm();
+    if (!std::isfinite(out.loss) || !std::isfinite(norm))
       throw std::runtime_error("loss or gradient norm is not finite at step " + std::to_string(step + 1));
-    opt.step();
-    loss_sum += step_loss;
+    if (cfg.max_grad_norm > 0 && norm > cfg.max_grad_norm) {
+      torch::NoGradGuard ng;
+      const double coef = cfg.max_grad_norm / (norm + 1e-6);
+      for (auto& p : params)
+        if (p.grad().defined()) p.grad().mul_(coef);
+    }
+    if (opt) opt->step();
+    loss_sum += out.loss;
     norm_sum += norm;
     ++window_steps;
     if ((step + 1) % cfg.log_every == 0 || step + 1 == steps) {
@@ -58,6 +67,30 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
     }
   }
   return log;
+}
+
+std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
+                                    const TrainConfig& cfg, int64_t steps,
+                                    const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
+                                    const std::function<void(const StepLog&)>& on_log) {
+  std::vector<torch::Tensor> params = decay;
+  params.insert(params.end(), no_decay.begin(), no_decay.end());
+  auto step = [&](int64_t s) {
+    StepOutcome out;
+    for (int64_t k = 0; k < cfg.grad_accum_steps; ++k) {
+      MicroStep m = micro(s, k);
+      out.loss += m.loss / static_cast<double>(cfg.grad_accum_steps);
+      out.tokens += m.tokens;
+    }
+    return out;
+  };
+  auto norm = [&] {
+    double sq = 0;
+    for (const auto& p : params)
+      if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    return std::sqrt(sq);
+  };
+  return run_train_loop(decay, no_decay, cfg, steps, step, norm, on_log);
 }
 
 }  // namespace gt

@@ -22,8 +22,23 @@ struct MicroStep {
   int64_t tokens = 0;  // tokens it processed, for the throughput figure
 };
 
-// micro(step, k) runs micro-batch k of optimizer step `step`: it must call backward on its
-// loss divided by cfg.grad_accum_steps. Throws on a non-finite loss or gradient norm.
+struct StepOutcome {
+  double loss = 0;     // the step's loss
+  int64_t tokens = 0;  // tokens it processed (all ranks), for the throughput figure
+};
+
+// step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
+// grad_norm() then returns the norm of the whole model's gradient (across ranks when the model
+// is split: worker/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
+// Throws on a non-finite loss or gradient norm.
+std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
+                                    const TrainConfig& cfg, int64_t steps,
+                                    const std::function<StepOutcome(int64_t step)>& step,
+                                    const std::function<double()>& grad_norm,
+                                    const std::function<void(const StepLog&)>& on_log);
+
+// One process, gradient accumulation by the caller: micro(step, k) runs micro-batch k of
+// optimizer step `step` and must call backward on its loss divided by cfg.grad_accum_steps.
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const TrainConfig& cfg, int64_t steps,
                                     const std::function<MicroStep(int64_t step, int64_t micro)>& micro,

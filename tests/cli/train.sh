@@ -80,7 +80,7 @@ expect_fail "a trained vocabulary is for a fresh model" "[model].tokenizer: \"tr
   "$GT" train --config "$CFG" --model.tokenizer train --model.path "$TMP/run/model" --job.out_dir "$TMP/x8"
 expect_fail "a trained vocabulary is for stage lm" "--model.tokenizer: \"train\" (a new vocabulary) is for stage 'lm' only" -- \
   "$GT" train --config "$CFG" --model.tokenizer train --training.stage grounding --job.out_dir "$TMP/x9"
-expect_fail "parallel layouts are not there yet" "[parallelism]: not supported yet: dp 1 x pp 2 x tp 1" -- \
+expect_fail "a layout needs its ranks" "lm.toml: [parallelism]: dp 1 x pp 2 x tp 1 = 2 ranks, but the job has 1 (start it with mpirun -np 2)" -- \
   "$GT" train --config "$CFG" --parallelism.pp 2 --parallelism.microbatches 2 --job.out_dir "$TMP/x11"
 expect_fail "graph stage without records" "[data].instructions: stage 'task' needs" -- "$GT" train --config "$CFG" --training.stage task --job.out_dir "$TMP/x7"
 expect_fail "seq_len beyond context" "exceeds the model's context" -- "$GT" train --config "$CFG" --training.seq_len 4096 --job.out_dir "$TMP/x5"

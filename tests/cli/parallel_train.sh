@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Parallel equals serial: the same job under every layout trains the same model as one process.
+# Each layout runs 3 optimizer steps from the same seed and data as the one-process run under
+# real mpirun; the loss of every step (train_log.jsonl) and every trainable parameter afterwards
+# must agree within rtol 1e-5 (fp32). Stage graph_matching (frozen LLM; projector and token rows
+# trained): dp=2; pp=2 with GPipe and with 1F1B (m=4); tp=2; dp=2 x pp=2. Stage lm (every LLM
+# weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
+# dp=2 x pp=2. Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a
+# rank killed mid-step.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+W=${GRAPHTUNE_WORKER:?set by ctest}
+PY=${GRAPHTUNE_PYTHON:-python3}
+CFG=$ROOT/configs/lm.toml
+if ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not found"; exit 77; fi
+if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
+MPIRUN=(timeout 300 mpirun --allow-run-as-root --oversubscribe)
+
+# The LLM the graph stage freezes: 20 steps of stage lm.
+"$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
+  --job.out_dir "$TMP/base" 2>/dev/null
+"$GT" data build --graph embedded --task graph_matching --split train --max-nodes 3 --max-records 40 \
+  --out "$TMP/gm.json" 2>/dev/null
+check "the frozen LLM and the records exist" test -s "$TMP/base/model/model.safetensors" -a -s "$TMP/gm.json"
+
+GRAPH=(--model.path "$TMP/base/model" --training.stage graph_matching --data.instructions "$TMP/gm.json"
+       --data.max_len 1024 --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1
+       --training.threads 1 --optimizer.lr 1e-2)
+LM=(--training.steps 3 --training.batch_size 8 --training.seq_len 32 --training.log_every 1 --training.threads 1)
+
+# run NAME NP ARGS...: one job, its exit code and seconds logged.
+run() {
+  local name=$1 np=$2; shift 2
+  local start=$(date +%s)
+  if [ "$np" -eq 1 ]; then
+    "$W" train --config "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  else
+    "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  fi
+  local rc=$?
+  echo "     ($name: $np ranks, exit $rc, $(($(date +%s) - start)) s)"
+  [ "$rc" -eq 0 ] || sed 's/^/    stderr: /' "$TMP/$name.err" | tail -5
+  return $rc
+}
+
+# same NAME REF FILES...: losses per step and the named safetensors files agree within rtol 1e-5.
+same() {
+  local name=$1 ref=$2; shift 2
+  "$PY" - "$TMP/$ref" "$TMP/$name" "$@" >"$TMP/$name.cmp" 2>&1 <<'PYEOF'
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file
+ref, got, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+def losses(d):
+    return [json.loads(l)["loss"] for l in open(d + "/train_log.jsonl")]
+a, b = losses(ref), losses(got)
+assert len(a) == len(b) == 3, (a, b)
+assert np.allclose(b, a, rtol=1e-5, atol=0), f"losses {b} vs {a}"
+assert min(a) > 0.1, f"losses {a}: nothing was learned from, the comparison would prove nothing"
+n = 0
+for f in files:
+    x, y = load_file(f"{ref}/{f}"), load_file(f"{got}/{f}")
+    assert sorted(x) == sorted(y), (sorted(x), sorted(y))
+    for k in x:
+        worst = np.max(np.abs(y[k] - x[k]) / np.maximum(np.abs(x[k]), 1e-3))
+        assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-7), f"{f}:{k} differs (worst relative {worst:.2e})"
+        n += 1
+print(f"ok {n} tensors, losses {' '.join(f'{v:.6f}' for v in b)}")
+PYEOF
+  local rc=$?
+  sed 's/^/    /' "$TMP/$name.cmp"
+  return $rc
+}
+
+G_FILES=(graph_projector.safetensors graph_tokens.safetensors)
+run g_ref 1 "${GRAPH[@]}"
+check "graph_matching, one process" test -s "$TMP/g_ref/graph_projector.safetensors"
+for layout in "dp2 2 --parallelism.dp 2" \
+              "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
+              "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+              "tp2 2 --parallelism.tp 2" \
+              "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"; do
+  set -- $layout
+  name=g_$1 np=$2; shift 2
+  run "$name" "$np" "${GRAPH[@]}" "$@"
+  check "graph_matching $name equals one process" same "$name" g_ref "${G_FILES[@]}"
+done
+check "1f1b holds at most pp micro-batches on stage 0, GPipe all m" bash -c \
+  "grep -q 'rank 0: .*at most 2 micro-batches in flight' '$TMP/g_pp2_1f1b.err' &&
+   grep -q 'rank 0: .*at most 4 micro-batches in flight' '$TMP/g_pp2_gpipe.err'"
+check "data parallel reduced gradient buckets" grep -q 'rank 1: .*[1-9][0-9]* gradient buckets reduced' "$TMP/g_dp2.err"
+
+run l_ref 1 "${LM[@]}"
+check "lm, one process" test -s "$TMP/l_ref/model/model.safetensors"
+for layout in "dp2 2 --parallelism.dp 2" \
+              "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
+              "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+              "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 2"; do
+  set -- $layout
+  name=l_$1 np=$2; shift 2
+  run "$name" "$np" "${LM[@]}" "$@"
+  check "lm $name equals one process (every weight)" same "$name" l_ref model/model.safetensors
+done
+
+# Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
+bad() {  # bad NAME NP TEXT ARGS...
+  local name=$1 np=$2 want=$3; shift 3
+  local start=$(date +%s)
+  "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "${LM[@]}" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  local rc=$? secs=$(($(date +%s) - start))
+  check "$name: exit 2 ($rc) in under 30 s ($secs s), one error line, no output" bash -c \
+    "[ $rc -eq 2 ] && [ $secs -lt 30 ] && [ \$(grep -c 'graphtune: error' '$TMP/$name.err') -eq 1 ] &&
+     grep -qF -- '$want' '$TMP/$name.err' && [ ! -e '$TMP/$name/model' ]"
+  grep 'graphtune: error' "$TMP/$name.err" | sed 's/^/    /'
+}
+bad bad_world 2 "dp 2 x pp 2 x tp 1 = 4 ranks, but the job has 2 (start it with mpirun -np 4)" --parallelism.dp 2 --parallelism.pp 2 \
+  --training.batch_size 8 --parallelism.microbatches 2
+bad bad_depth 5 "5 pipeline stages, but the model has only 4 decoder layers" --parallelism.pp 5 \
+  --parallelism.schedule gpipe --training.batch_size 10 --parallelism.microbatches 5
+bad bad_1f1b 2 "1f1b needs at least as many micro-batches as pipeline stages" --parallelism.pp 2 \
+  --parallelism.microbatches 1
+bad bad_batch 2 "micro-batches do not divide [training].batch_size 6" --parallelism.pp 2 \
+  --parallelism.microbatches 4 --training.batch_size 6
+
+# A rank killed mid-step: the survivors must not wait forever. mpirun sees the death and ends
+# the job; the timeout (5 s here) would end it otherwise.
+"${MPIRUN[@]}" -np 2 "$W" -c "$CFG" "${LM[@]}" --training.steps 100000 --parallelism.pp 2 \
+  --parallelism.microbatches 2 --parallelism.timeout_s 5 --job.out_dir "$TMP/killed" >"$TMP/killed.out" 2>"$TMP/killed.err" &
+job=$!
+for _ in $(seq 1 100); do grep -q 'step ' "$TMP/killed.err" 2>/dev/null && break; sleep 0.3; done
+victim=$(pgrep -f "^$W -c .*$TMP/killed" | tail -1)
+start=$(date +%s)
+kill -9 "$victim"
+wait $job
+rc=$?
+secs=$(($(date +%s) - start))
+check "killed rank: the job fails ($rc) within 20 s ($secs s)" bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -lt 20 ]"
+sleep 1
+check "killed rank: no worker left behind" test -z "$(pgrep -f "^$W -c .*$TMP/killed")"
+
+# A rank that stalls (SIGSTOP) mid-run: its peer's 3 s timeout ends the job, naming the
+# operation and the peer that never answered.
+"${MPIRUN[@]}" -np 2 "$W" -c "$CFG" "${LM[@]}" --training.steps 100000 --parallelism.pp 2 \
+  --parallelism.microbatches 2 --parallelism.timeout_s 3 --job.out_dir "$TMP/stalled" >"$TMP/stalled.out" 2>"$TMP/stalled.err" &
+job=$!
+for _ in $(seq 1 100); do grep -q 'step ' "$TMP/stalled.err" 2>/dev/null && break; sleep 0.3; done
+victim=$(pgrep -f "^$W -c .*$TMP/stalled" | tail -1)
+start=$(date +%s)
+kill -STOP "$victim"
+wait $job
+rc=$?
+secs=$(($(date +%s) - start))
+grep 'timed out' "$TMP/stalled.err" | sed 's/^/    /'
+check "stalled rank: the job fails ($rc) within 20 s ($secs s)" bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -lt 20 ]"
+check "stalled rank: the timeout names the operation and the peer" \
+  grep -qE 'graphtune: error: rank [01]: [a-z_]+ with peers? [01] timed out after 3 s' "$TMP/stalled.err"
+kill -9 "$victim" 2>/dev/null
+sleep 1
+check "stalled rank: no worker left behind" test -z "$(pgrep -f "^$W -c .*$TMP/stalled")"
+finish

@@ -1,0 +1,63 @@
+#include "worker/rank_report.hpp"
+
+#include <sys/resource.h>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "parallel/schedule.hpp"
+#include "parallel/schedule_sim.hpp"
+#include "worker/step_runner.hpp"
+
+namespace gt {
+
+void report_layout(const ParallelRuntime& rt, const TrainConfig& cfg) {
+  if (rt.shape.world() == 1) return;
+  std::string how;
+  if (rt.shape.pp > 1) how = ", " + cfg.schedule + " over " + std::to_string(cfg.microbatches) + " micro-batches";
+  std::fprintf(stderr, "graphtune: rank %d: dp %d pp %d tp %d, decoder layers [%lld, %lld)%s\n", rt.world_rank,
+               rt.coord.dp, rt.coord.pp, rt.coord.tp, static_cast<long long>(rt.first_layer),
+               static_cast<long long>(rt.last_layer), how.c_str());
+  if (rt.reports() && rt.shape.pp > 1) {
+    // What the schedule costs in theory (equal stages, backward = 2 forwards), to set beside
+    // the measured share each stage spends waiting (report_rank_peak).
+    const int p = rt.shape.pp, m = static_cast<int>(cfg.microbatches);
+    const SimResult sim = simulate(cfg.schedule == "gpipe" ? gpipe_schedule(p, m) : one_f_one_b_schedule(p, m), m);
+    std::fprintf(stderr, "graphtune: %s with %d stages and %d micro-batches: simulated bubble %.3f, stage 0 holds %d\n",
+                 cfg.schedule.c_str(), p, m, sim.bubble_fraction, sim.peak_in_flight.empty() ? 0 : sim.peak_in_flight[0]);
+  }
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
+  std::fprintf(stderr,
+               "graphtune: rank %d: peak RSS %.0f MiB, at most %d micro-batches in flight, %lld gradient buckets "
+               "reduced, median step %.1f ms, computing %.1f%% of it\n",
+               rt.world_rank, peak_rss_mib(), runner.peak_in_flight(), static_cast<long long>(runner.reductions()),
+               runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100);
+}
+
+TrainLogFile::TrainLogFile(const std::string& dir) {
+  if (dir.empty()) return;
+  make_dirs(dir);
+  const std::string path = dir + "/train_log.jsonl";
+  f_ = std::fopen(path.c_str(), "w");
+  if (!f_) fail(path, "cannot open for writing");
+}
+
+TrainLogFile::~TrainLogFile() {
+  if (f_) std::fclose(f_);
+}
+
+void TrainLogFile::write(const StepLog& l) {
+  if (!f_) return;
+  std::fprintf(f_, "{\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g,\"tokens_per_s\":%.6g}\n",
+               static_cast<long long>(l.step), l.loss, l.lr, l.grad_norm, l.tokens_per_s);
+  std::fflush(f_);
+}
+
+}  // namespace gt
