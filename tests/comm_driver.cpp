@@ -18,23 +18,13 @@
 
 #include "parallel/mpi_communicator.hpp"
 #include "parallel/world.hpp"
+#include "tests/rank_checks.hpp"
 
 namespace {
 
-int failures = 0;
+using gt::testing::expect;
+using gt::testing::failures;
 
-// Every rank reports whether its side held; the ranks agree on the count, so rank 0's
-// "ok" means every rank saw the right values.
-void expect(gt::Communicator& comm, const std::string& name, bool held) {
-  if (!held) {
-    std::printf("FAIL %s on rank %d\n", name.c_str(), comm.rank());
-    ++failures;
-  }
-  at::Tensor bad = at::full({1}, held ? 0 : 1, at::kLong);
-  comm.all_reduce_sum(bad);
-  if (comm.rank() == 0 && bad.item<int64_t>() == 0) std::printf("ok   %s (%d ranks)\n", name.c_str(), comm.size());
-  std::fflush(stdout);
-}
 
 at::Tensor f32(std::initializer_list<float> v) { return at::tensor(std::vector<float>(v)); }
 
@@ -174,11 +164,4 @@ int body(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return body(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "comm_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return gt::testing::run_driver("comm_driver", body, argc, argv); }

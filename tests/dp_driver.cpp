@@ -14,21 +14,13 @@
 #include "parallel/grad_reducer.hpp"
 #include "parallel/mpi_communicator.hpp"
 #include "parallel/world.hpp"
+#include "tests/rank_checks.hpp"
 
 namespace {
 
-int failures = 0;
+using gt::testing::expect;
+using gt::testing::failures;
 
-void expect(gt::Communicator& comm, const std::string& name, bool held) {
-  if (!held) {
-    std::printf("FAIL %s on rank %d\n", name.c_str(), comm.rank());
-    ++failures;
-  }
-  at::Tensor bad = at::full({1}, held ? 0 : 1, at::kLong);
-  comm.all_reduce_sum(bad);
-  if (comm.rank() == 0 && bad.item<int64_t>() == 0) std::printf("ok   %s (%d ranks)\n", name.c_str(), comm.size());
-  std::fflush(stdout);
-}
 
 // Five tanh layers 8-16-12-10-6-4: ten parameters of ten different sizes, listed as a module's
 // parameters() would be (layer by layer, weight then bias). With `extras`, an `unused` vector
@@ -218,11 +210,4 @@ int body(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return body(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dp_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return gt::testing::run_driver("dp_driver", body, argc, argv); }

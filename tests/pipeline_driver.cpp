@@ -25,27 +25,17 @@
 #include "parallel/pipeline_executor.hpp"
 #include "parallel/schedule.hpp"
 #include "parallel/world.hpp"
+#include "tests/rank_checks.hpp"
 
 namespace {
+
+using gt::testing::expect;
+using gt::testing::failures;
 
 constexpr int kHidden = 6;
 constexpr int kLayers = 8;  // divisible by 2 and 4 stages
 constexpr int kHeaderBytes = gt::kPipelineHeaderLength * 8;
 
-int failures = 0;
-
-// Every rank of `world` reports whether its side held; they agree on the count, so rank 0's
-// "ok" means it held everywhere.
-void expect(gt::Communicator& world, const std::string& name, bool held) {
-  if (!held) {
-    std::printf("FAIL %s on rank %d\n", name.c_str(), world.rank());
-    ++failures;
-  }
-  torch::Tensor bad = torch::full({1}, held ? 0 : 1, torch::kLong);
-  world.all_reduce_sum(bad);
-  if (world.rank() == 0 && bad.item<int64_t>() == 0) std::printf("ok   %s\n", name.c_str());
-  std::fflush(stdout);
-}
 
 struct Toy {
   std::vector<torch::Tensor> weight, bias;  // layer l: x -> tanh(x W^T + b)
@@ -244,11 +234,4 @@ int body(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return body(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pipeline_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return gt::testing::run_driver("pipeline_driver", body, argc, argv); }

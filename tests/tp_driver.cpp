@@ -14,23 +14,14 @@
 #include "parallel/mpi_communicator.hpp"
 #include "parallel/tensor_parallel.hpp"
 #include "parallel/world.hpp"
+#include "tests/rank_checks.hpp"
 
 namespace {
 
-int failures = 0;
-constexpr double kRelTol = 1e-6;
+using gt::testing::expect;
+using gt::testing::failures;
 
-// Every rank reports; the ranks agree on the count, so rank 0's "ok" speaks for all of them.
-void expect(gt::Communicator& tp, const std::string& name, bool held, const std::string& detail = "") {
-  if (!held) {
-    std::printf("FAIL %s on rank %d %s\n", name.c_str(), tp.rank(), detail.c_str());
-    ++failures;
-  }
-  at::Tensor bad = at::full({1}, held ? 0 : 1, at::kLong);
-  tp.all_reduce_sum(bad);
-  if (tp.rank() == 0 && bad.item<int64_t>() == 0) std::printf("ok   %s (tp=%d)\n", name.c_str(), tp.size());
-  std::fflush(stdout);
-}
+constexpr double kRelTol = 1e-6;
 
 // Largest difference relative to the reference's largest magnitude: summation order differs
 // between the split and the unsplit layer, so float32 results agree to rounding, not bits.
@@ -240,11 +231,4 @@ int body(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return body(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tp_driver: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return gt::testing::run_driver("tp_driver", body, argc, argv); }

@@ -5,12 +5,7 @@
 # around every mpirun turns a hang into a failure instead of a stuck CI job.
 source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_COMM_DRIVER:?set by ctest}
-if ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpirun not found"
-  exit 77
-fi
-# Root needs --allow-run-as-root; 4 ranks on a 2-core machine need --oversubscribe.
-MPIRUN=(timeout 60 mpirun --allow-run-as-root --oversubscribe)
+need_mpirun 60
 
 # run_timed NAME NP ARGS...: runs the driver, leaving rc, ms, $TMP/NAME.out and .err.
 run_timed() {

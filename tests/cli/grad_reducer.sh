@@ -5,11 +5,7 @@
 # failure.
 source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_DP_DRIVER:?set by ctest}
-if ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpirun not found"
-  exit 77
-fi
-MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
+need_mpirun 120
 CHECKS=12  # "ok" lines the driver prints when every check holds
 
 for np in 2 3; do

@@ -41,3 +41,14 @@ finish() {
   echo "$((checks - failures)) passed, $failures failed"
   [ "$failures" -eq 0 ]
 }
+
+# need_mpirun SECONDS: skips (77) where mpirun is missing; sets MPIRUN to mpirun under a
+# `timeout` of SECONDS (a hang becomes a failure, not a stuck CI job). Root needs
+# --allow-run-as-root; more ranks than this 2-core machine's cores need --oversubscribe.
+need_mpirun() {
+  if ! command -v mpirun >/dev/null; then
+    echo "SKIP: mpirun not found"
+    exit 77
+  fi
+  MPIRUN=(timeout "$1" mpirun --allow-run-as-root --oversubscribe)
+}

@@ -12,9 +12,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=${GRAPHTUNE_WORKER:?set by ctest}
 PY=${GRAPHTUNE_PYTHON:-python3}
 CFG=$ROOT/configs/lm.toml
-if ! command -v mpirun >/dev/null; then echo "SKIP: mpirun not found"; exit 77; fi
 if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
-MPIRUN=(timeout 300 mpirun --allow-run-as-root --oversubscribe)
+need_mpirun 300
 
 # The LLM the graph stage freezes: 20 steps of stage lm.
 "$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
@@ -72,19 +71,30 @@ PYEOF
   return $rc
 }
 
+# against_serial PREFIX FILES ARGS_VAR "NAME NP FLAGS..."...: each layout runs the job of the array
+# named ARGS_VAR with its flags, and must equal PREFIX_ref in its losses and the FILES.
+against_serial() {
+  local prefix=$1 files=$2
+  local -n job=$3
+  shift 3
+  for layout in "$@"; do
+    set -- $layout
+    local name=${prefix}_$1 np=$2
+    shift 2
+    run "$name" "$np" "${job[@]}" "$@"
+    # shellcheck disable=SC2086
+    check "$name equals one process" same "$name" "${prefix}_ref" $files
+  done
+}
+
 G_FILES=(graph_projector.safetensors graph_tokens.safetensors)
 run g_ref 1 "${GRAPH[@]}"
 check "graph_matching, one process" test -s "$TMP/g_ref/graph_projector.safetensors"
-for layout in "dp2 2 --parallelism.dp 2" \
-              "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
-              "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
-              "tp2 2 --parallelism.tp 2" \
-              "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"; do
-  set -- $layout
-  name=g_$1 np=$2; shift 2
-  run "$name" "$np" "${GRAPH[@]}" "$@"
-  check "graph_matching $name equals one process" same "$name" g_ref "${G_FILES[@]}"
-done
+against_serial g "${G_FILES[*]}" GRAPH "dp2 2 --parallelism.dp 2" \
+  "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2" \
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
 check "1f1b holds at most pp micro-batches on stage 0, GPipe all m" bash -c \
   "grep -q 'rank 0: .*at most 2 micro-batches in flight' '$TMP/g_pp2_1f1b.err' &&
    grep -q 'rank 0: .*at most 4 micro-batches in flight' '$TMP/g_pp2_gpipe.err'"
@@ -92,15 +102,10 @@ check "data parallel reduced gradient buckets" grep -q 'rank 1: .*[1-9][0-9]* gr
 
 run l_ref 1 "${LM[@]}"
 check "lm, one process" test -s "$TMP/l_ref/model/model.safetensors"
-for layout in "dp2 2 --parallelism.dp 2" \
-              "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
-              "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
-              "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 2"; do
-  set -- $layout
-  name=l_$1 np=$2; shift 2
-  run "$name" "$np" "${LM[@]}" "$@"
-  check "lm $name equals one process (every weight)" same "$name" l_ref model/model.safetensors
-done
+against_serial l model/model.safetensors LM "dp2 2 --parallelism.dp 2" \
+  "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 2"
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...
@@ -122,39 +127,32 @@ bad bad_1f1b 2 "1f1b needs at least as many micro-batches as pipeline stages" --
 bad bad_batch 2 "micro-batches do not divide [training].batch_size 6" --parallelism.pp 2 \
   --parallelism.microbatches 4 --training.batch_size 6
 
-# A rank killed mid-step: the survivors must not wait forever. mpirun sees the death and ends
-# the job; the timeout (5 s here) would end it otherwise.
-"${MPIRUN[@]}" -np 2 "$W" -c "$CFG" "${LM[@]}" --training.steps 100000 --parallelism.pp 2 \
-  --parallelism.microbatches 2 --parallelism.timeout_s 5 --job.out_dir "$TMP/killed" >"$TMP/killed.out" 2>"$TMP/killed.err" &
-job=$!
-for _ in $(seq 1 100); do grep -q 'step ' "$TMP/killed.err" 2>/dev/null && break; sleep 0.3; done
-victim=$(pgrep -f "^$W -c .*$TMP/killed" | tail -1)
-start=$(date +%s)
-kill -9 "$victim"
-wait $job
-rc=$?
-secs=$(($(date +%s) - start))
-check "killed rank: the job fails ($rc) within 20 s ($secs s)" bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -lt 20 ]"
-sleep 1
-check "killed rank: no worker left behind" test -z "$(pgrep -f "^$W -c .*$TMP/killed")"
+# fault NAME SIGNAL TIMEOUT: a two-stage lm job; once it logs steps, rank 1's process gets SIGNAL.
+# Leaves rc and secs (from the signal to the job's end).
+fault() {
+  local name=$1 signal=$2 timeout=$3
+  "${MPIRUN[@]}" -np 2 "$W" -c "$CFG" "${LM[@]}" --training.steps 100000 --parallelism.pp 2 \
+    --parallelism.timeout_s "$timeout" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  local job=$!
+  for _ in $(seq 1 100); do grep -q 'step ' "$TMP/$name.err" 2>/dev/null && break; sleep 0.3; done
+  victim=$(pgrep -f "^$W -c .*$TMP/$name" | tail -1)
+  local start=$(date +%s)
+  kill "-$signal" "$victim"
+  wait $job
+  rc=$?
+  secs=$(($(date +%s) - start))
+  kill -9 "$victim" 2>/dev/null  # a stopped rank stays stopped until killed
+  sleep 1
+  check "$name: no worker left behind" test -z "$(pgrep -f "^$W -c .*$TMP/$name")"
+}
 
-# A rank that stalls (SIGSTOP) mid-run: its peer's 3 s timeout ends the job, naming the
-# operation and the peer that never answered.
-"${MPIRUN[@]}" -np 2 "$W" -c "$CFG" "${LM[@]}" --training.steps 100000 --parallelism.pp 2 \
-  --parallelism.microbatches 2 --parallelism.timeout_s 3 --job.out_dir "$TMP/stalled" >"$TMP/stalled.out" 2>"$TMP/stalled.err" &
-job=$!
-for _ in $(seq 1 100); do grep -q 'step ' "$TMP/stalled.err" 2>/dev/null && break; sleep 0.3; done
-victim=$(pgrep -f "^$W -c .*$TMP/stalled" | tail -1)
-start=$(date +%s)
-kill -STOP "$victim"
-wait $job
-rc=$?
-secs=$(($(date +%s) - start))
+# A rank killed mid-step: mpirun sees the death and ends the job (the 60 s timeout would be too late).
+fault killed KILL 60
+check "killed rank: the job fails ($rc) within 20 s ($secs s)" bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -lt 20 ]"
+# A rank that stalls: its peer's 3 s timeout ends the job, naming the operation and the peer.
+fault stalled STOP 3
 grep 'timed out' "$TMP/stalled.err" | sed 's/^/    /'
 check "stalled rank: the job fails ($rc) within 20 s ($secs s)" bash -c "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -lt 20 ]"
 check "stalled rank: the timeout names the operation and the peer" \
   grep -qE 'graphtune: error: rank [01]: [a-z_]+ with peers? [01] timed out after 3 s' "$TMP/stalled.err"
-kill -9 "$victim" 2>/dev/null
-sleep 1
-check "stalled rank: no worker left behind" test -z "$(pgrep -f "^$W -c .*$TMP/stalled")"
 finish

@@ -6,12 +6,7 @@
 # ends at once instead of after the communicator's timeout.
 source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_PIPELINE_DRIVER:?set by ctest}
-if ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpirun not found"
-  exit 77
-fi
-# Root needs --allow-run-as-root; 4 ranks on a 2-core machine need --oversubscribe.
-MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
+need_mpirun 120
 
 # run_timed NAME NP ARGS...: runs the driver, leaving rc, ms, $TMP/NAME.out and .err.
 run_timed() {

@@ -5,11 +5,7 @@
 # tp=2 and tp=4 (4 ranks on 2 cores: --oversubscribe). `timeout` turns a hang into a failure.
 source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_TP_DRIVER:?set by ctest}
-if ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpirun not found"
-  exit 77
-fi
-MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe)
+need_mpirun 120
 CHECKS=35  # every expect() in tp_driver.cpp; a check that silently stopped running shows here
 
 for np in 2 4; do
