@@ -5,6 +5,7 @@
 # give without parallelism.
 #
 #   bench/parallel_layouts.sh [CONFIG] [STEPS] [--section.key VALUE ...]
+#   PP_PARTITION=0,2 bench/parallel_layouts.sh ...   (an explicit partition for the pp rows)
 #
 # CONFIG defaults to configs/demo/stage1.toml (GraphGPT stage 1 on the demo's LLM: run
 # scripts/demo.sh once first). Per layout it prints the median step of rank 0 (forward,
@@ -37,6 +38,7 @@ printf "%-18s %5s %10s %8s %9s %9s  %-22s %s\n" layout ranks "step ms" "vs 1x1" 
 base=""
 for row in "${layouts[@]}"; do
   IFS='|' read -r name np args <<<"$row"
+  case "$name" in pp*) [ -z "${PP_PARTITION:-}" ] || args="$args --parallelism.partition $PP_PARTITION" ;; esac
   # shellcheck disable=SC2086
   if [ "$np" -eq 1 ]; then
     "$W" train -c "$CFG" "${COMMON[@]}" $args --job.out_dir "$OUT/$name" 2>"$OUT/$name.err" >/dev/null

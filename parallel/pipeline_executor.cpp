@@ -129,6 +129,11 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
   };
   std::map<int, MicroBatch> live;
   std::vector<std::unique_ptr<Work>> sends;
+  // A sent activation's Work keeps the tensor alive. Once the next stage's gradient for that
+  // micro-batch has arrived, the send has necessarily completed, so it is waited for (at once)
+  // and dropped at the micro-batch's Backward: otherwise stage 0 would hold every micro-batch's
+  // output until the end of the step, which is what 1F1B is there to avoid.
+  std::map<int, std::vector<std::unique_ptr<Work>>> activation_sends;
   std::vector<double> losses(last ? microbatches_ : 0);
   int in_flight = 0;
 
@@ -168,7 +173,7 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
           if (!mbs.output.defined()) throw missing(a, "its forward");
           auto works = post_pipeline_message(pp_, PipelineStream::Activation, a.microbatch, mbs.output, a.peer,
                                              &stats_.bytes_sent);
-          for (auto& w : works) sends.push_back(std::move(w));
+          for (auto& w : works) activation_sends[a.microbatch].push_back(std::move(w));
           break;
         }
 
@@ -193,6 +198,10 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
             mbs.input_grad = g.defined() ? g : torch::zeros_like(mbs.input);
           }
           // The point of 1F1B: this micro-batch's activations go now, not at the end of the step.
+          if (auto it = activation_sends.find(a.microbatch); it != activation_sends.end()) {
+            for (auto& w : it->second) w->wait();
+            activation_sends.erase(it);
+          }
           mbs.input = at::Tensor();
           mbs.output = at::Tensor();
           mbs.output_grad = at::Tensor();
@@ -213,6 +222,8 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
       if (computes) stats_.compute_seconds += std::chrono::duration<double>(Clock::now() - action_start).count();
     }
     for (auto& w : sends) w->wait();
+    for (auto& [mb, works] : activation_sends)
+      for (auto& w : works) w->wait();
     stats_.run_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
   } catch (...) {
     // The step is broken and the job is about to end. Waiting for the posted sends here (as
@@ -220,6 +231,8 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     // and then end in a timeout message that hides this error; so they are leaked with their
     // buffers, which MPI may still read.
     for (auto& w : sends) (void)w.release();
+    for (auto& [mb, works] : activation_sends)
+      for (auto& w : works) (void)w.release();
     throw;
   }
   return losses;

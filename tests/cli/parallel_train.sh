@@ -15,7 +15,8 @@ CFG=$ROOT/configs/lm.toml
 if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
 need_mpirun 300
 
-# The LLM the graph stage freezes: 20 steps of stage lm.
+# The LLM the graph stage freezes: 20 steps of stage lm. Both jobs below clip the gradient to
+# below its norm (2e-5 here, 1.0 in stage lm), so the global norm must be right too.
 "$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
   --job.out_dir "$TMP/base" 2>/dev/null
 "$GT" data build --graph embedded --task graph_matching --split train --max-nodes 3 --max-records 40 \
@@ -24,8 +25,9 @@ check "the frozen LLM and the records exist" test -s "$TMP/base/model/model.safe
 
 GRAPH=(--model.path "$TMP/base/model" --training.stage graph_matching --data.instructions "$TMP/gm.json"
        --data.max_len 1024 --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1
-       --training.threads 1 --optimizer.lr 1e-2)
-LM=(--training.steps 3 --training.batch_size 8 --training.seq_len 32 --training.log_every 1 --training.threads 1)
+       --training.threads 1 --optimizer.lr 1e-2 --training.max_grad_norm 2e-5)
+LM=(--training.steps 3 --training.batch_size 8 --training.seq_len 32 --training.log_every 1 --training.threads 1
+    --training.max_grad_norm 1.0)
 
 # run NAME NP ARGS...: one job, its exit code and seconds logged.
 run() {
@@ -50,12 +52,16 @@ import json, sys
 import numpy as np
 from safetensors.numpy import load_file
 ref, got, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-def losses(d):
-    return [json.loads(l)["loss"] for l in open(d + "/train_log.jsonl")]
-a, b = losses(ref), losses(got)
+def log(d, key):
+    return [json.loads(l)[key] for l in open(d + "/train_log.jsonl")]
+a, b = log(ref, "loss"), log(got, "loss")
 assert len(a) == len(b) == 3, (a, b)
 assert np.allclose(b, a, rtol=1e-5, atol=0), f"losses {b} vs {a}"
 assert min(a) > 0.1, f"losses {a}: nothing was learned from, the comparison would prove nothing"
+# The norm of the whole model's gradient (every stage, every shard, each parameter once); the
+# jobs clip to below it, so a wrong norm would also move the weights.
+na, nb = log(ref, "grad_norm"), log(got, "grad_norm")
+assert np.allclose(nb, na, rtol=1e-5, atol=0), f"gradient norms {nb} vs {na}"
 n = 0
 for f in files:
     x, y = load_file(f"{ref}/{f}"), load_file(f"{got}/{f}")
@@ -64,7 +70,7 @@ for f in files:
         worst = np.max(np.abs(y[k] - x[k]) / np.maximum(np.abs(x[k]), 1e-3))
         assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-7), f"{f}:{k} differs (worst relative {worst:.2e})"
         n += 1
-print(f"ok {n} tensors, losses {' '.join(f'{v:.6f}' for v in b)}")
+print(f"ok {n} tensors, losses {' '.join(f'{v:.6f}' for v in b)}, gradient norms {' '.join(f'{v:.3g}' for v in nb)}")
 PYEOF
   local rc=$?
   sed 's/^/    /' "$TMP/$name.cmp"
