@@ -88,6 +88,7 @@ TrainConfig read_train_config(const std::string& path,
   c.graph = r.get_string("data", "graph", c.graph);
   c.features = r.get_string("data", "features", c.features);
   c.max_len = positive("data", "max_len", c.max_len);
+  c.chat_template = one_of("data", "template", c.chat_template, {"vicuna_v1_1", "chatml"});
   c.num_workers = r.get_int("data", "num_workers", c.num_workers);
   c.skip_invalid = r.get_bool("data", "skip_invalid", c.skip_invalid);
   if (c.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");

@@ -42,6 +42,9 @@ struct TrainConfig {
   // GraphGPT's model_max_length, and background threads preparing batches.
   std::string instructions, graph = "embedded", features;
   int64_t max_len = 2048, num_workers = 2;
+  // How conversations are rendered and masked: "vicuna_v1_1" (GraphGPT's) or "chatml"
+  // (SmolLM2-Instruct's and other HF chat models'; data/chat_template.hpp).
+  std::string chat_template = "vicuna_v1_1";
   // Drop invalid records (and, in the graph stages and eval, records whose nodes are not in the
   // feature tables) with one line saying how many, instead of stopping at the first.
   bool skip_invalid = false;

@@ -102,11 +102,142 @@ std::string expand_graph_markers(const std::string& text, const std::vector<int6
 
 namespace {
 
+// Ids with labels, built part by part from the ignored and learned parts of the conversation,
+// in order: the mask is right by construction.
+struct Building {
+  TokenizedExample ex;
+  void append(const std::vector<int32_t>& ids, bool learned) {
+    for (int32_t id : ids) {
+      ex.input_ids.push_back(id);
+      ex.labels.push_back(learned ? id : kIgnoreIndex);
+    }
+  }
+};
+
+// The prompt tokenised in one go must give the same ids as the parts; otherwise a token
+// straddles a mask boundary and no correct mask exists for the reference's ids.
+void check_same_ids(const std::vector<int32_t>& whole, const std::vector<int32_t>& by_turn, const std::string& where) {
+  if (whole == by_turn) return;
+  size_t k = 0;
+  while (k < whole.size() && k < by_turn.size() && whole[k] == by_turn[k]) ++k;
+  fail(where, "tokenization mismatch: the whole prompt gives " + std::to_string(whole.size()) +
+                  " tokens, turn by turn gives " + std::to_string(by_turn.size()) +
+                  ", first difference at token " + std::to_string(k) +
+                  " (a token spans a turn boundary; the loss mask would be wrong)");
+}
+
+// A human turn's text with its graphs spliced in; next_graph walks graph_node_counts.
+std::string expanded_question(const std::string& value, const std::vector<int64_t>& graph_node_counts,
+                              size_t& next_graph) {
+  const size_t m = count_markers(value);
+  std::vector<int64_t> counts(graph_node_counts.begin() + next_graph, graph_node_counts.begin() + next_graph + m);
+  next_graph += m;
+  return expand_graph_markers(value, counts);
+}
+
+// vicuna_v1_1 turn by turn. Round r's human part is "[system ]USER: q ASSISTANT:" (ignored), its
+// answer " a" (learned: the space belongs to the answer's first piece, as SentencePiece attaches
+// spaces to the following word), then EOS for "</s>" (learned). The first part starts the text
+// (BOS, dummy prefix); every later part continues after a token (no dummy prefix).
+TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+                            const Tokenizer& tok, const GraphTokenIds& g, size_t* prompt_end) {
+  Building b;
+  const auto& turns = record.conversations;
+  std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
+  size_t next_graph = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    if (i % 2 == 0) {
+      const std::string q = expanded_question(turns[i].value, graph_node_counts, next_graph);
+      expanded.push_back({turns[i].from, q});
+      std::string h = std::string(i == 0 ? std::string(kVicunaSystem) + kVicunaSep : "") +
+                      kVicunaUser + ": " + q + kVicunaSep;
+      if (i + 1 < turns.size()) h += std::string(kVicunaAssistant) + ":";
+      b.append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
+    } else {
+      expanded.push_back(turns[i]);
+      *prompt_end = b.ex.input_ids.size();  // the last assignment is the last answer's
+      b.append(encode_continuation(tok, g, " " + turns[i].value), true);
+      b.append({tok.eos_id()}, true);
+    }
+  }
+
+  // The whole prompt, tokenised as the reference's tokenizer does it (with "</s>" as the EOS
+  // special token and no dummy prefix after it).
+  const std::string prompt = vicuna_v1_1_prompt(expanded);
+  const std::string sep2 = kVicunaSep2;
+  std::vector<int32_t> whole;
+  size_t pos = 0;
+  bool first = true;
+  while (true) {
+    size_t at = prompt.find(sep2, pos);
+    std::string chunk = prompt.substr(pos, at == std::string::npos ? std::string::npos : at - pos);
+    std::vector<int32_t> ids = first ? tok.encode(chunk, true, false) : encode_continuation(tok, g, chunk);
+    whole.insert(whole.end(), ids.begin(), ids.end());
+    first = false;
+    if (at == std::string::npos) break;
+    whole.push_back(tok.eos_id());
+    pos = at + sep2.size();
+  }
+  check_same_ids(whole, b.ex.input_ids, record_where(record));
+  return std::move(b.ex);
+}
+
+// ChatML turn by turn: the ignored text runs from the system message through each
+// "<|im_start|>assistant\n"; each answer with its <|im_end|> is learned; the "\n" after that
+// <|im_end|> opens the next ignored run. No BOS: SmolLM2's template and tokenizer add none,
+// and the text's first token is <|im_start|> anyway.
+TokenizedExample chatml_ids(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+                            const Tokenizer& tok, const GraphTokenIds& g, const ChatTemplate& tmpl,
+                            size_t* prompt_end) {
+  const std::string where = record_where(record);
+  chatml_token_id(tok, kImStart);
+  chatml_token_id(tok, kImEnd);
+  const auto& turns = record.conversations;
+  // A turn holding the template's own tokens would open or close a message mid-text.
+  for (size_t i = 0; i < turns.size(); ++i)
+    for (const char* t : {kImStart, kImEnd})
+      if (turns[i].value.find(t) != std::string::npos)
+        fail(where, "conversations[" + std::to_string(i) + "].value holds ChatML's reserved text " + quoted(t));
+
+  Building b;
+  std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
+  std::string ignored = std::string(kImStart) + "system\n" + tmpl.system + kImEnd + "\n";
+  bool at_start = true;
+  auto flush_ignored = [&] {
+    if (ignored.empty()) return;
+    b.append(at_start ? tok.encode(ignored, false, false) : encode_continuation(tok, g, ignored), false);
+    at_start = false;
+    ignored.clear();
+  };
+  size_t next_graph = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    if (i % 2 == 0) {
+      const std::string q = expanded_question(turns[i].value, graph_node_counts, next_graph);
+      expanded.push_back({turns[i].from, q});
+      ignored += std::string(kImStart) + "user\n" + q + kImEnd + "\n";
+      if (i + 1 < turns.size()) ignored += std::string(kImStart) + "assistant\n";
+    } else {
+      expanded.push_back(turns[i]);
+      flush_ignored();
+      *prompt_end = b.ex.input_ids.size();  // the last assignment is the last answer's
+      b.append(encode_continuation(tok, g, turns[i].value + kImEnd), true);
+      ignored = "\n";
+    }
+  }
+  flush_ignored();
+
+  // The whole text tokenised in one go, as HF's apply_chat_template(tokenize=True) does it
+  // (both ChatML tokens special, no BOS).
+  check_same_ids(tok.encode(render_chat(tmpl, expanded), false, false), b.ex.input_ids, where);
+  return std::move(b.ex);
+}
+
 // The whole conversation, untruncated, and (through prompt_end) where the last gpt turn's
 // answer starts: every id before it is the prompt of the last answer (it ends with that turn's
-// "ASSISTANT:").
+// "ASSISTANT:", or ChatML's "<|im_start|>assistant\n").
 TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
-                                const Tokenizer& tok, int64_t max_len, size_t* prompt_end) {
+                                const Tokenizer& tok, int64_t max_len, const ChatTemplate& tmpl,
+                                size_t* prompt_end) {
   const std::string where = record_where(record);
   validate_instruction(record, "");
   if (max_len < 1) fail(where, "max_len " + std::to_string(max_len) + " must be at least 1");
@@ -117,73 +248,13 @@ TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vect
     if (graph_node_counts[k] < 1)
       fail(where, "graph " + std::to_string(k) + " has " + std::to_string(graph_node_counts[k]) +
                       " nodes (at least 1)");
-  if (tok.bos_id() < 0 || tok.eos_id() < 0)
+  if (tmpl.format == ChatFormat::kVicunaV11 && (tok.bos_id() < 0 || tok.eos_id() < 0))
     fail(tok.source(), "the tokenizer needs BOS and EOS tokens for vicuna_v1_1");
   const GraphTokenIds g = graph_token_ids(tok);
 
-  TokenizedExample ex;
-  auto append = [&](const std::vector<int32_t>& ids, bool learned) {
-    for (int32_t id : ids) {
-      ex.input_ids.push_back(id);
-      ex.labels.push_back(learned ? id : kIgnoreIndex);
-    }
-  };
-
-  // Turn by turn. Round r's human part is "[system ]USER: q ASSISTANT:" (ignored), its answer
-  // " a" (learned: the space belongs to the answer's first piece, as SentencePiece attaches
-  // spaces to the following word), then EOS for "</s>" (learned). The first part starts the
-  // text (BOS, dummy prefix); every later part continues after a token (no dummy prefix).
-  const auto& turns = record.conversations;
-  std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
-  size_t next_graph = 0;
-  for (size_t i = 0; i < turns.size(); ++i) {
-    if (i % 2 == 0) {
-      const size_t m = count_markers(turns[i].value);
-      std::vector<int64_t> counts(graph_node_counts.begin() + next_graph,
-                                  graph_node_counts.begin() + next_graph + m);
-      next_graph += m;
-      const std::string q = expand_graph_markers(turns[i].value, counts);
-      expanded.push_back({turns[i].from, q});
-      std::string h = std::string(i == 0 ? std::string(kVicunaSystem) + kVicunaSep : "") +
-                      kVicunaUser + ": " + q + kVicunaSep;
-      if (i + 1 < turns.size()) h += std::string(kVicunaAssistant) + ":";
-      append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
-    } else {
-      expanded.push_back(turns[i]);
-      *prompt_end = ex.input_ids.size();  // the last assignment is the last answer's
-      append(encode_continuation(tok, g, " " + turns[i].value), true);
-      append({tok.eos_id()}, true);
-    }
-  }
-
-  // The whole prompt, tokenised as the reference's tokenizer does it (with "</s>" as the EOS
-  // special token and no dummy prefix after it), must give the same ids; otherwise a token
-  // straddles a mask boundary and no correct mask exists for the reference's ids.
-  {
-    const std::string prompt = vicuna_v1_1_prompt(expanded);
-    const std::string sep2 = kVicunaSep2;
-    std::vector<int32_t> whole;
-    size_t pos = 0;
-    bool first = true;
-    while (true) {
-      size_t at = prompt.find(sep2, pos);
-      std::string chunk = prompt.substr(pos, at == std::string::npos ? std::string::npos : at - pos);
-      std::vector<int32_t> ids = first ? tok.encode(chunk, true, false) : encode_continuation(tok, g, chunk);
-      whole.insert(whole.end(), ids.begin(), ids.end());
-      first = false;
-      if (at == std::string::npos) break;
-      whole.push_back(tok.eos_id());
-      pos = at + sep2.size();
-    }
-    if (whole != ex.input_ids) {
-      size_t k = 0;
-      while (k < whole.size() && k < ex.input_ids.size() && whole[k] == ex.input_ids[k]) ++k;
-      fail(where, "tokenization mismatch: the whole prompt gives " + std::to_string(whole.size()) +
-                      " tokens, turn by turn gives " + std::to_string(ex.input_ids.size()) +
-                      ", first difference at token " + std::to_string(k) +
-                      " (a token spans a turn boundary; the loss mask would be wrong)");
-    }
-  }
+  TokenizedExample ex = tmpl.format == ChatFormat::kChatML
+                            ? chatml_ids(record, graph_node_counts, tok, g, tmpl, prompt_end)
+                            : vicuna_ids(record, graph_node_counts, tok, g, prompt_end);
 
   // Graph spans: each <g_start> <g_patch>xN <g_end>, in order.
   for (size_t p = 0; p < ex.input_ids.size(); ++p) {
@@ -209,10 +280,10 @@ TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vect
 
 TokenizedExample tokenize_conversation(const InstructionRecord& record,
                                        const std::vector<int64_t>& graph_node_counts,
-                                       const Tokenizer& tok, int64_t max_len) {
+                                       const Tokenizer& tok, int64_t max_len, const ChatTemplate& tmpl) {
   const std::string where = record_where(record);
   size_t prompt_end = 0;
-  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, &prompt_end);
+  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, tmpl, &prompt_end);
 
   // Truncation at max_len (the reference's model_max_length). A graph must stay whole: its
   // patch positions receive the node embeddings.
@@ -231,12 +302,12 @@ TokenizedExample tokenize_conversation(const InstructionRecord& record,
 }
 
 TokenizedExample tokenize_prompt(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
-                                 const Tokenizer& tok, int64_t max_len) {
+                                 const Tokenizer& tok, int64_t max_len, const ChatTemplate& tmpl) {
   const std::string where = record_where(record);
   if (record.conversations.size() < 2 || record.conversations.back().from != "gpt")
     fail(where, "conversations: the last turn must be the gpt answer the prompt asks for");
   size_t prompt_end = 0;
-  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, &prompt_end);
+  TokenizedExample ex = tokenize_whole(record, graph_node_counts, tok, max_len, tmpl, &prompt_end);
   ex.input_ids.resize(prompt_end);
   ex.labels.assign(prompt_end, kIgnoreIndex);
   // Graphs sit in human turns, so every span lies in the prompt; checked all the same.

@@ -1,12 +1,13 @@
 #pragma once
 // FastChat's vicuna_v1_1 conversation template (what GraphGPT trains with, --version v1),
 // GraphGPT's graph-token splicing at text level, and tokenisation with the loss mask
-// (docs/graphgpt-data.md). No libtorch.
+// (docs/graphgpt-data.md), in vicuna_v1_1 or ChatML (data/chat_template.hpp). No libtorch.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "data/chat_template.hpp"
 #include "data/instructions.hpp"
 
 namespace gt {
@@ -49,17 +50,25 @@ struct TokenizedExample {
 // max_len: cut to max_len (truncated = true); a cut through a graph's tokens is an InputError.
 // The tokenizer must have GraphGPT's <g_patch>, <g_start>, <g_end> registered as special
 // tokens (InputError naming the tokenizer otherwise). No padding: see pad_example.
+//
+// In ChatML (tmpl.format kChatML) the same, with render_chat's text: no BOS (SmolLM2 adds none);
+// the system message, every user message and each "<|im_start|>assistant\n" are ignored; each
+// answer and its closing <|im_end|> are learned; the "\n" after <|im_end|> is ignored. The
+// tokenizer must have <|im_start|> and <|im_end|> registered as special tokens (InputError
+// naming it otherwise), and no turn may hold their text (InputError naming the record).
 TokenizedExample tokenize_conversation(const InstructionRecord& record,
                                        const std::vector<int64_t>& graph_node_counts,
-                                       const Tokenizer& tokenizer, int64_t max_len);
+                                       const Tokenizer& tokenizer, int64_t max_len,
+                                       const ChatTemplate& tmpl = {});
 
 // The prompt of the record's final answer, for generation: the ids tokenize_conversation gives
-// (untruncated) up to and including the "ASSISTANT:" before the last gpt turn; labels all
+// (untruncated) up to and including the "ASSISTANT:" (ChatML: "<|im_start|>assistant\n")
+// before the last gpt turn; labels all
 // kIgnoreIndex, graph_spans as there. The last turn must be from gpt (InputError otherwise);
 // its answer is tokenised too (the same checks as training), but not returned. A prompt longer
 // than max_len is an InputError naming the record (a prompt is never cut; truncated stays false).
 TokenizedExample tokenize_prompt(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
-                                 const Tokenizer& tokenizer, int64_t max_len);
+                                 const Tokenizer& tokenizer, int64_t max_len, const ChatTemplate& tmpl = {});
 
 // Right padding to length: pad ids with labels kIgnoreIndex (GraphGPT: pad = unk = 0).
 void pad_example(TokenizedExample& example, int64_t length, int32_t pad_id);

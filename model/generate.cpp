@@ -83,7 +83,7 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
     auto logits = model->forward(input, {}, &cache);  // [1, T, V]
     auto last = logits.select(1, logits.size(1) - 1).contiguous();
     int32_t next = sampler.sample(last.data_ptr<float>(), cfg.vocab_size);
-    if (next == cfg.bos_id || next == cfg.eos_id) break;
+    if (next == cfg.bos_id || next == cfg.eos_id || next == params.stop_id) break;
     out.push_back(next);
     on_token(next);
     input = torch::tensor({static_cast<int64_t>(next)}, torch::kInt64).view({1, 1});

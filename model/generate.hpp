@@ -15,11 +15,12 @@ struct SamplingParams {
   float top_p = 0.9f;        // 0 or >= 1 disables nucleus sampling
   uint64_t seed = 0;         // 0 = from the clock
   int64_t max_new_tokens = 256;
+  int32_t stop_id = -1;      // one more id that ends generation (a chat template's end of turn)
 };
 
 // Runs the prompt through the model, then samples up to max_new_tokens more. on_token(id) is
-// called for every new token as it is chosen; generation stops at BOS or EOS (not passed to
-// on_token). Returns the new tokens.
+// called for every new token as it is chosen; generation stops at BOS, EOS or stop_id (not
+// passed to on_token). Returns the new tokens.
 std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, const SamplingParams& params,
                               const std::function<void(int32_t)>& on_token);
 

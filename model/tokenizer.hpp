@@ -29,9 +29,10 @@ class Tokenizer {
 
   // Ids for text, with BOS first / EOS last when asked.
   std::vector<int32_t> encode(const std::string& text, bool bos, bool eos) const;
-  // Whole-sequence decoding with SentencePiece's rules: "▁" is a space, <0xNN> pieces are raw
-  // bytes, the dummy prefix's space at the very start is removed, BOS/EOS/control ids give
-  // nothing, <unk> gives " ⁇ ". Added special tokens give their text, so that
+  // Whole-sequence decoding, by the format's rules (byte-level BPE: model/bpe_tokenizer.hpp);
+  // by default SentencePiece's: "▁" is a space, <0xNN> pieces are raw bytes, the dummy
+  // prefix's space at the very start is removed, BOS/EOS/control ids give nothing, <unk>
+  // gives " ⁇ ". Added special tokens give their text, so that
   // decode(encode(s)) == s. Bytes are returned raw (not checked to be UTF-8).
   // An id outside the vocabulary is an InputError naming source().
   std::string decode(const std::vector<int32_t>& ids) const;
@@ -48,6 +49,9 @@ class Tokenizer {
   int32_t bos_id() const { return bos_; }
   int32_t eos_id() const { return eos_; }
   int32_t pad_id() const { return pad_; }  // LLaMA has no pad piece: pad is <unk> (0)
+  // Whether the model reads a plain text with BOS first, as it was trained: LLaMA's
+  // SentencePiece and llama2.c do; byte-level BPE models say so in their file (SmolLM2 does not).
+  virtual bool adds_bos() const { return true; }
   // Pieces in SentencePiece's spelling ("▁the", "<0x0A>", "<s>"); -1 when absent.
   int32_t piece_to_id(const std::string& piece) const;
   std::string id_to_piece(int32_t id) const;
@@ -82,6 +86,13 @@ class Tokenizer {
   virtual bool base_is_control(int32_t id) const { return id == bos_ || id == eos_; }
   virtual int base_byte(int32_t id) const;  // the byte of a <0xNN> piece, or -1
   virtual bool adds_dummy_prefix() const = 0;
+  // Appends what id (a base id) decodes to within a sequence; at_start: nothing visible came
+  // before it. Default: SentencePiece's rules (decode()); byte-level BPE maps its alphabet
+  // back to bytes instead.
+  virtual void append_base_text(int32_t id, bool& at_start, std::string& out) const;
+  // run.c drops a piece's leading space after BOS, undoing SentencePiece's dummy prefix; a
+  // format without that prefix keeps the space.
+  virtual bool strips_space_after_bos() const { return true; }
 
  private:
   void check_id(int32_t id) const;
@@ -92,7 +103,9 @@ class Tokenizer {
 };
 
 // Loads tokenizer.model (SentencePiece protobuf) or a llama2.c tokenizer .bin, told apart by
-// content, not by name; "bytes" is the built-in byte tokenizer (byte_tokenizer()). Any problem
+// content, not by name, the vocabulary of a GGUF model file (model/gguf_tokenizer.hpp), or a
+// Hugging Face tokenizer.json (byte-level BPE, by its .json name); "bytes" is the built-in byte
+// tokenizer (byte_tokenizer()); a model preset (model/model_presets.hpp) is its model file. Any problem
 // is an InputError naming the path.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 // The same, then the vocabulary size must equal the model's, else an InputError such as

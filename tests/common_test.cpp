@@ -86,6 +86,22 @@ TEST(Config, TrainConfigValidatesWholeBeforeUse) {
   EXPECT_NE(msg.find("[trainin]: unknown section"), std::string::npos) << msg;
 }
 
+// [data].template: vicuna_v1_1 (GraphGPT's) unless chatml is asked for; nothing else.
+TEST(Config, DataTemplateIsVicunaOrChatML) {
+  auto p = write_tmp("tmpl.toml", "[data]\ntemplate = \"chatml\"\n");
+  EXPECT_EQ(gt::read_train_config(p, {}).chat_template, "chatml");
+  EXPECT_EQ(gt::read_train_config(p, {{"data.template", "vicuna_v1_1"}}).chat_template, "vicuna_v1_1");
+  EXPECT_EQ(gt::read_train_config("", {}).chat_template, "vicuna_v1_1");
+  auto msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"data.template", "llama3"}}); });
+  EXPECT_NE(msg.find("command line --data.template: 'llama3' is not one of: vicuna_v1_1, chatml"), std::string::npos)
+      << msg;
+  auto bad = write_tmp("tmpl_bad.toml", "[data]\ntemplate = \"ChatML\"\n");
+  msg = gt::test::input_error_of([&] { gt::read_train_config(bad, {}); });
+  EXPECT_NE(msg.find("tmpl_bad.toml: [data].template: 'ChatML' is not one of: vicuna_v1_1, chatml"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+}
+
 TEST(Rng, SameSeedSameSequenceAcrossCopies) {
   gt::Rng a(123), b(123), c(124);
   for (int i = 0; i < 100; ++i) {

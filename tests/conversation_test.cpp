@@ -1,4 +1,4 @@
-// vicuna_v1_1 template, graph-marker expansion, tokenisation and the loss mask.
+// vicuna_v1_1 and ChatML templates, graph-marker expansion, tokenisation and the loss mask.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/chat_template.hpp"
 #include "data/conversation.hpp"
 #include "data/instructions.hpp"
 #include "model/tokenizer.hpp"
@@ -435,4 +436,235 @@ TEST(Conversation, TextOnlyRecordDropsMarkersAndGraphs) {
   auto lp = make_record("cora_1_2_LP", {{"human", "A: <graph>, B: <graph>. Linked?"}, {"gpt", "yes"}}, {3, 2});
   EXPECT_EQ(gt::text_only_record(lp).conversations[0].value, "A: , B: . Linked?");
   EXPECT_TRUE(gt::text_only_record(lp).graphs.empty());
+}
+
+// ---- ChatML (SmolLM2-Instruct's template) next to vicuna_v1_1. ----
+
+namespace {
+
+// The byte tokenizer with GraphGPT's tokens (259..261) and ChatML's (262, 263) registered.
+std::unique_ptr<gt::Tokenizer> chatml_byte_tokenizer() {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  EXPECT_EQ(tok->add_special_tokens({"<|im_start|>", "<|im_end|>"}), (std::vector<int32_t>{262, 263}));
+  return tok;
+}
+
+// The byte tokenizer's ids for plain text: byte + 3.
+std::vector<int32_t> byte_ids(const std::string& text) {
+  std::vector<int32_t> out;
+  for (unsigned char c : text) out.push_back(3 + c);
+  return out;
+}
+
+std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> parts) {
+  std::vector<int32_t> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+const char* kSmolSystem = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+
+}  // namespace
+
+// SmolLM2's chat_template (from its GGUF), rendered with jinja2 for these messages, gives this
+// text byte for byte; written out here by hand.
+TEST(ChatML, RenderedTextIsSmolLM2sTemplate) {
+  const auto chatml = gt::ChatTemplate::chatml();
+  const std::vector<gt::Turn> turns = {
+      {"human", "Given a citation graph: \n<graph>\nwhere the 0th node is the target paper. Which class?"},
+      {"gpt", "cs.LG, Machine Learning"}};
+  const std::string want =
+      "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+      "<|im_start|>user\nGiven a citation graph: \n<graph>\nwhere the 0th node is the target paper. "
+      "Which class?<|im_end|>\n"
+      "<|im_start|>assistant\ncs.LG, Machine Learning<|im_end|>\n";
+  EXPECT_EQ(gt::render_chat(chatml, turns), want);
+  // The generation prompt: the question, then what opens the answer.
+  const std::string prompt = gt::render_chat(chatml, {turns[0]}, /*add_generation_prompt=*/true);
+  EXPECT_EQ(prompt, want.substr(0, want.size() - std::string("cs.LG, Machine Learning<|im_end|>\n").size()));
+  EXPECT_EQ(prompt.substr(prompt.size() - 22), "<|im_start|>assistant\n");
+  // Two rounds: every message closed by "<|im_end|>\n".
+  EXPECT_EQ(gt::render_chat(chatml, {{"human", "A?"}, {"gpt", "x"}, {"human", "B?"}, {"gpt", "zz"}}),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nA?<|im_end|>\n<|im_start|>assistant\nx<|im_end|>\n"
+            "<|im_start|>user\nB?<|im_end|>\n<|im_start|>assistant\nzz<|im_end|>\n");
+  // The system message is the template's to choose.
+  EXPECT_EQ(gt::render_chat(gt::ChatTemplate::chatml("Be brief."), {{"human", "q"}, {"gpt", "a"}}),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\na<|im_end|>\n");
+  // Turns alternate from human, as in vicuna_v1_1; a generation prompt follows a question.
+  EXPECT_NE(input_error_of([&] { gt::render_chat(chatml, {{"gpt", "a"}}); }).find("turn 0"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { gt::render_chat(chatml, turns, true); }).find("must end with human"),
+            std::string::npos);
+}
+
+// The default template is vicuna_v1_1, byte for byte what it was.
+TEST(ChatML, VicunaStaysTheDefault) {
+  const std::vector<gt::Turn> turns = {{"human", "Hi?"}, {"gpt", "Hello."}};
+  EXPECT_EQ(gt::ChatTemplate{}.format, gt::ChatFormat::kVicunaV11);
+  EXPECT_EQ(gt::render_chat({}, turns), gt::vicuna_v1_1_prompt(turns));
+  EXPECT_EQ(gt::render_chat({}, {turns[0]}, true), std::string(kSystem) + " USER: Hi? ASSISTANT:");
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto rec = make_record("cora_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  const auto by_default = gt::tokenize_conversation(rec, {4}, *tok, 4096);
+  const auto named = gt::tokenize_conversation(rec, {4}, *tok, 4096, gt::chat_template_named("vicuna_v1_1", "t"));
+  EXPECT_EQ(named.input_ids, by_default.input_ids);
+  EXPECT_EQ(named.labels, by_default.labels);
+  EXPECT_EQ(gt::chat_stop_id({}, *tok), 2);
+  EXPECT_EQ(gt::chat_token_texts({}), std::vector<std::string>{"</s>"});
+}
+
+TEST(ChatML, NamesStopIdAndTokenTexts) {
+  EXPECT_EQ(gt::chat_template_named("chatml", "t").format, gt::ChatFormat::kChatML);
+  EXPECT_EQ(gt::chat_template_named("chatml", "t").system, kSmolSystem);
+  EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("chatml", "t")), "chatml");
+  EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("vicuna_v1_1", "t")), "vicuna_v1_1");
+  const std::string msg = input_error_of([] { gt::chat_template_named("llama3", "cfg.toml: [data].template"); });
+  EXPECT_NE(msg.find("cfg.toml: [data].template: 'llama3' is not one of: vicuna_v1_1, chatml"), std::string::npos) << msg;
+  EXPECT_EQ(gt::chat_token_texts(gt::ChatTemplate::chatml()), (std::vector<std::string>{"<|im_start|>", "<|im_end|>"}));
+  // Generation stops at <|im_end|>, not at the tokenizer's EOS.
+  auto tok = chatml_byte_tokenizer();
+  EXPECT_EQ(gt::chat_stop_id(gt::ChatTemplate::chatml(), *tok), 263);
+  auto plain = graph_tokenizer(gt::byte_tokenizer());
+  EXPECT_NE(input_error_of([&] { gt::chat_stop_id(gt::ChatTemplate::chatml(), *plain); }).find("<|im_end|> is not registered"),
+            std::string::npos);
+}
+
+// Every id and every label pinned: the byte tokenizer makes each byte one id.
+TEST(ChatML, ExactIdsAndMaskWithTheByteTokenizer) {
+  auto tok = chatml_byte_tokenizer();
+  auto rec = make_record("cora_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  const auto ex = gt::tokenize_conversation(rec, {4}, *tok, 4096, gt::ChatTemplate::chatml());
+  const int32_t S = 262, E = 263, GS = 260, GP = 259, GE = 261;
+  // No BOS; <|im_start|> system\n... <|im_end|> \n <|im_start|> user\nG  <g_start> <g_patch>x4 <g_end> ?
+  // <|im_end|> \n <|im_start|> assistant\n | yes <|im_end|> | \n
+  const std::vector<int32_t> prompt =
+      cat({{S}, byte_ids(std::string("system\n") + kSmolSystem), {E}, byte_ids("\n"), {S}, byte_ids("user\nG "),
+           {GS, GP, GP, GP, GP, GE}, byte_ids("?"), {E}, byte_ids("\n"), {S}, byte_ids("assistant\n")});
+  ASSERT_EQ(prompt.size(), 106u);
+  EXPECT_EQ(ex.input_ids, cat({prompt, byte_ids("yes"), {E}, byte_ids("\n")}));
+  ASSERT_EQ(ex.input_ids.size(), 111u);
+  // Learned: "yes" and its <|im_end|> (106..109); the "\n" after it (110) and all before are not.
+  EXPECT_EQ(learned_positions(ex), (std::vector<size_t>{106, 107, 108, 109}));
+  EXPECT_EQ(learned_texts(ex, *tok), std::vector<std::string>{"yes<|im_end|>"});
+  EXPECT_EQ(ex.labels[110], gt::kIgnoreIndex);
+  EXPECT_EQ(ex.labels[109], E);
+  EXPECT_NE(ex.input_ids[0], tok->bos_id());
+  ASSERT_EQ(ex.graph_spans.size(), 1u);
+  EXPECT_EQ(ex.graph_spans[0], (std::array<int64_t, 2>{87, 91}));
+  expect_graph_span(ex, *tok, 0, 4);
+  EXPECT_FALSE(ex.truncated);
+  // The ids are what the whole text gives in one go (HF's apply_chat_template(tokenize=True)).
+  EXPECT_EQ(ex.input_ids, tok->encode(gt::render_chat(gt::ChatTemplate::chatml(),
+                                                      {{"human", gt::expand_graph_markers("G <graph>?", {4})},
+                                                       {"gpt", "yes"}}),
+                                      false, false));
+}
+
+TEST(ChatML, MultiRoundLearnsEachAnswerAndItsImEnd) {
+  auto tok = chatml_byte_tokenizer();
+  auto rec = make_record("cora_test_2", {{"human", "A <graph>?"}, {"gpt", "x"}, {"human", "B?"}, {"gpt", "zz"}}, {2});
+  const auto ex = gt::tokenize_conversation(rec, {2}, *tok, 4096, gt::ChatTemplate::chatml());
+  EXPECT_EQ(learned_texts(ex, *tok), (std::vector<std::string>{"x<|im_end|>", "zz<|im_end|>"}));
+  // After each learned <|im_end|>, the "\n" is ignored; the second round's user turn too.
+  const auto pos = learned_positions(ex);
+  ASSERT_EQ(pos.size(), 5u);
+  EXPECT_EQ(pos[1], pos[0] + 1);
+  EXPECT_EQ(ex.input_ids[pos[1]], 263);
+  EXPECT_EQ(ex.input_ids[pos[1] + 1], 3 + '\n');
+  EXPECT_EQ(ex.labels[pos[1] + 1], gt::kIgnoreIndex);
+  EXPECT_EQ(tok->decode(std::vector<int32_t>(ex.input_ids.begin() + pos[1] + 1, ex.input_ids.begin() + pos[2])),
+            "\n<|im_start|>user\nB?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(pos.back() + 2, ex.input_ids.size());  // the final "\n", ignored
+  EXPECT_EQ(tok->decode(ex.input_ids),
+            gt::render_chat(gt::ChatTemplate::chatml(), {{"human", gt::expand_graph_markers("A <graph>?", {2})},
+                                                         {"gpt", "x"}, {"human", "B?"}, {"gpt", "zz"}}));
+}
+
+// The generation prompt ends with "<|im_start|>assistant\n" and is the training ids' prefix.
+TEST(ChatML, PromptEndsWithTheAssistantHeader) {
+  auto tok = chatml_byte_tokenizer();
+  const auto chatml = gt::ChatTemplate::chatml();
+  auto rec = make_record("cora_test_1", {{"human", "A <graph>?"}, {"gpt", "x"}, {"human", "B?"}, {"gpt", "zz"}}, {2});
+  const auto full = gt::tokenize_conversation(rec, {2}, *tok, 4096, chatml);
+  const auto p = gt::tokenize_prompt(rec, {2}, *tok, 4096, chatml);
+  const size_t n = full.input_ids.size() - 2 - 1 - 1;  // "zz", <|im_end|>, "\n"
+  ASSERT_EQ(p.input_ids.size(), n);
+  EXPECT_EQ(p.input_ids, std::vector<int32_t>(full.input_ids.begin(), full.input_ids.begin() + n));
+  EXPECT_EQ(p.labels, std::vector<int32_t>(n, gt::kIgnoreIndex));
+  EXPECT_EQ(p.graph_spans, full.graph_spans);
+  EXPECT_FALSE(p.truncated);
+  const std::vector<int32_t> header = cat({{262}, byte_ids("assistant\n")});
+  EXPECT_EQ(std::vector<int32_t>(p.input_ids.end() - 11, p.input_ids.end()), header);
+  // HF's add_generation_prompt text for the turns before the last answer, tokenised whole.
+  EXPECT_EQ(p.input_ids, tok->encode(gt::render_chat(chatml,
+                                                     {{"human", gt::expand_graph_markers("A <graph>?", {2})},
+                                                      {"gpt", "x"}, {"human", "B?"}},
+                                                     true),
+                                     false, false));
+  // Never cut.
+  EXPECT_EQ(gt::tokenize_prompt(rec, {2}, *tok, static_cast<int64_t>(n), chatml).input_ids, p.input_ids);
+  const std::string msg = input_error_of([&] { gt::tokenize_prompt(rec, {2}, *tok, static_cast<int64_t>(n) - 1, chatml); });
+  EXPECT_NE(msg.find("record id \"cora_test_1\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("longer than max_len"), std::string::npos) << msg;
+}
+
+TEST(ChatML, Truncation) {
+  auto tok = chatml_byte_tokenizer();
+  const auto chatml = gt::ChatTemplate::chatml();
+  auto rec = make_record("cora_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  const auto full = gt::tokenize_conversation(rec, {4}, *tok, 4096, chatml);
+  ASSERT_EQ(full.input_ids.size(), 111u);
+  EXPECT_FALSE(gt::tokenize_conversation(rec, {4}, *tok, 111, chatml).truncated);
+  // Cut inside the answer: "ye" learned, the rest gone.
+  auto ex = gt::tokenize_conversation(rec, {4}, *tok, 108, chatml);
+  EXPECT_TRUE(ex.truncated);
+  EXPECT_EQ(ex.input_ids, std::vector<int32_t>(full.input_ids.begin(), full.input_ids.begin() + 108));
+  EXPECT_EQ(ex.labels, std::vector<int32_t>(full.labels.begin(), full.labels.begin() + 108));
+  EXPECT_EQ(learned_positions(ex), (std::vector<size_t>{106, 107}));
+  // Right after <g_end> (at 91): allowed, nothing learned; one earlier cuts the graph.
+  ex = gt::tokenize_conversation(rec, {4}, *tok, 92, chatml);
+  EXPECT_TRUE(learned_positions(ex).empty());
+  EXPECT_EQ(ex.graph_spans, full.graph_spans);
+  const std::string msg = input_error_of([&] { gt::tokenize_conversation(rec, {4}, *tok, 91, chatml); });
+  EXPECT_NE(msg.find("record id \"cora_1\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cuts graph 0"), std::string::npos) << msg;
+}
+
+TEST(ChatML, BadTokenizerOrTurnTextIsAnInputError) {
+  const auto chatml = gt::ChatTemplate::chatml();
+  auto rec = make_record("cora_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  // GraphGPT's tokens but not ChatML's: named, with the token.
+  auto no_chatml = graph_tokenizer(gt::byte_tokenizer());
+  std::string msg = input_error_of([&] { gt::tokenize_conversation(rec, {4}, *no_chatml, 4096, chatml); });
+  EXPECT_NE(msg.find("<built-in byte tokenizer>"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("<|im_start|> is not registered"), std::string::npos) << msg;
+  auto tok = chatml_byte_tokenizer();
+  auto bad = make_record("cora_2", {{"human", "G <graph>?"}, {"gpt", "yes<|im_end|>no"}});
+  msg = input_error_of([&] { gt::tokenize_conversation(bad, {4}, *tok, 4096, chatml); });
+  EXPECT_NE(msg.find("record id \"cora_2\": conversations[1].value holds ChatML's reserved text \"<|im_end|>\""),
+            std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+// The SentencePiece LLaMA tokenizer (dummy prefix at the start only): the parts join up to the
+// whole text's ids, and each answer is learned with its <|im_end|>.
+TEST(ChatMLLlama, MaskWithSentencePiece) {
+  GT_REQUIRE_ASSETS(assets);
+  auto tok = llama_tokenizer(assets);
+  EXPECT_EQ(tok->add_special_tokens({"<|im_start|>", "<|im_end|>"}), (std::vector<int32_t>{32003, 32004}));
+  auto rec = make_record("pubmed_train_4", {{"human", "Paper graph: <graph>. Which class?"},
+                                            {"gpt", "Diabetes Mellitus Type 2"},
+                                            {"human", "Why?"},
+                                            {"gpt", "Its neighbours are about insulin resistance."}}, {5});
+  const auto ex = gt::tokenize_conversation(rec, {5}, *tok, 2048, gt::ChatTemplate::chatml());
+  EXPECT_EQ(learned_texts(ex, *tok), (std::vector<std::string>{"Diabetes Mellitus Type 2<|im_end|>",
+                                                               "Its neighbours are about insulin resistance.<|im_end|>"}));
+  EXPECT_EQ(ex.input_ids.front(), 32003);
+  EXPECT_EQ(ex.input_ids.back(), tok->piece_to_id("<0x0A>"));
+  expect_graph_span(ex, *tok, 0, 5);
+  EXPECT_EQ(tok->decode(ex.input_ids),
+            gt::render_chat(gt::ChatTemplate::chatml(),
+                            {{"human", gt::expand_graph_markers("Paper graph: <graph>. Which class?", {5})},
+                             {"gpt", "Diabetes Mellitus Type 2"}, {"human", "Why?"},
+                             {"gpt", "Its neighbours are about insulin resistance."}}));
 }

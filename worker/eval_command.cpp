@@ -126,11 +126,13 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   if (cfg.projector.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
+  const ChatTemplate tmpl = chat_template_named(cfg.chat_template, cfg.path + ": [data].template");
+  const int32_t stop_id = chat_stop_id(tmpl, *s.tokenizer);  // where each answer ends
   std::vector<GraphExample> examples;
   examples.reserve(records.size());
   for (const auto& r : records)
     examples.push_back(make_prompt_example(cfg.eval_text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
-                                           cfg.max_len, cfg.instructions));
+                                           cfg.max_len, cfg.instructions, tmpl));
   if (cfg.eval_text_only)
     std::fprintf(stderr, "graphtune: eval: text only: the <graph> markers are dropped, no graph token is spliced\n");
 
@@ -147,7 +149,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     {
       // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
       AutocastScope autocast(is_bf16(cfg.dtype), model->projector->weight().device().type());
-      ids = generate_graph_answers(model, batch, cfg.eval_max_new_tokens, s.tokenizer->eos_id());
+      ids = generate_graph_answers(model, batch, cfg.eval_max_new_tokens, stop_id);
     }
     for (const auto& a : ids) answers.push_back(strip(s.tokenizer->decode(a)));
     std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());

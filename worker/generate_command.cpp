@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "model/generate.hpp"
 #include "model/load_model.hpp"
+#include "data/chat_template.hpp"
 #include "model/tokenizer.hpp"
 #include "worker/commands.hpp"
 
@@ -16,7 +17,7 @@ namespace gt {
 namespace {
 
 struct GenerateArgs {
-  std::string model, tokenizer, prompt, dtype = "fp32";
+  std::string model, tokenizer, prompt, dtype = "fp32", chat;
   int64_t max_new_tokens = 256;
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
@@ -42,7 +43,19 @@ int run_generate(const GenerateArgs& a) {
   std::string tok_path = a.tokenizer.empty() ? default_tokenizer_path(a.model) : a.tokenizer;
   if (tok_path.empty()) fail(a.model, "no tokenizer beside the model: pass --tokenizer");
   auto tok = load_tokenizer(tok_path, static_cast<int32_t>(cfg.vocab_size));
-  std::vector<int32_t> prompt = tok->encode(a.prompt, /*bos=*/true, /*eos=*/false);
+  // --chat: the prompt is one user turn in the model's chat template, and only the answer is
+  // printed. Otherwise the text is continued as it is, printed with its continuation.
+  const bool chat = !a.chat.empty();
+  std::vector<int32_t> prompt;
+  int32_t stop = tok->eos_id();
+  if (chat) {
+    const ChatTemplate tmpl = chat_template_named(a.chat, "--chat");
+    const std::string text = render_chat(tmpl, {{"human", a.prompt}}, /*add_generation_prompt=*/true);
+    prompt = tok->encode(text, /*bos=*/tmpl.format == ChatFormat::kVicunaV11, /*eos=*/false);
+    stop = chat_stop_id(tmpl, *tok);
+  } else {
+    prompt = tok->encode(a.prompt, tok->adds_bos(), /*eos=*/false);
+  }
   if (static_cast<int64_t>(prompt.size()) >= cfg.max_seq_len)
     fail("--prompt", "is " + std::to_string(prompt.size()) + " tokens, the model's context is " +
                          std::to_string(cfg.max_seq_len));
@@ -55,13 +68,17 @@ int run_generate(const GenerateArgs& a) {
   if (a.dtype == "bf16") model->to(torch::kBFloat16);
   model->eval();
 
-  for (size_t i = 1; i < prompt.size(); ++i) print_piece(tok->decode_piece(prompt[i - 1], prompt[i]));
+  if (!chat) {
+    if (!tok->adds_bos()) print_piece(tok->decode({prompt[0]}));
+    for (size_t i = 1; i < prompt.size(); ++i) print_piece(tok->decode_piece(prompt[i - 1], prompt[i]));
+  }
   int32_t prev = prompt.back();
   SamplingParams sp;
   sp.temperature = a.temperature;
   sp.top_p = a.top_p;
   sp.seed = a.seed;
   sp.max_new_tokens = a.max_new_tokens;
+  sp.stop_id = stop;
   auto t0 = std::chrono::steady_clock::now();
   auto out = generate(model, prompt, sp, [&](int32_t id) {
     print_piece(tok->decode_piece(prev, id));
@@ -82,7 +99,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--model", a->model, "llama2.c .bin file or Hugging Face folder")->required();
   sub->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.model (SentencePiece) or llama2.c tokenizer .bin; default: the model's own");
-  sub->add_option("--prompt", a->prompt, "text to continue")->required();
+  sub->add_option("--prompt", a->prompt, "text to continue (with --chat: the user's message)")->required();
+  sub->add_option("--chat", a->chat, "vicuna_v1_1 or chatml: answer the prompt as a chat model, in this template");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate after the prompt");
   sub->add_option("--temperature", a->temperature, "0 = greedy");
   sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");

@@ -56,18 +56,20 @@ GraphExample gather_graphs(const InstructionRecord& record, const FeatureTable& 
 }  // namespace
 
 GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
-                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where) {
+                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                          const ChatTemplate& tmpl) {
   std::vector<int64_t> counts;
   GraphExample ex = gather_graphs(record, features, where, counts);
-  ex.tokens = tokenize_conversation(record, counts, tokenizer, max_len);
+  ex.tokens = tokenize_conversation(record, counts, tokenizer, max_len, tmpl);
   return ex;
 }
 
 GraphExample make_prompt_example(const InstructionRecord& record, const FeatureTable& features,
-                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where) {
+                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                                 const ChatTemplate& tmpl) {
   std::vector<int64_t> counts;
   GraphExample ex = gather_graphs(record, features, where, counts);
-  ex.tokens = tokenize_prompt(record, counts, tokenizer, max_len);
+  ex.tokens = tokenize_prompt(record, counts, tokenizer, max_len, tmpl);
   return ex;
 }
 
@@ -237,7 +239,7 @@ GraphGptBatch GraphBatchStream::build(int64_t e) const {
   std::vector<GraphExample> examples;
   for (int64_t i : element_indices(e))
     examples.push_back(make_example((*records_)[static_cast<size_t>(i)], features_, tokenizer_,
-                                    options_.max_len, options_.where));
+                                    options_.max_len, options_.where, options_.chat_template));
   return collate(examples, pad_id_);
 }
 

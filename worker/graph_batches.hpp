@@ -39,13 +39,16 @@ struct GraphExample {
 // tokenises the conversation with one <g_patch> per node. A conversation longer than max_len
 // is cut (tokens.truncated); a cut through graph tokens is an InputError naming the record.
 GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
-                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where);
+                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                          const ChatTemplate& tmpl = {});
 
 // The same for generation: the features gathered as make_example does, the tokens only the
-// prompt of the final answer (tokenize_prompt: up to its "ASSISTANT:", labels all ignored; a
+// prompt of the final answer (tokenize_prompt: up to what opens the answer, "ASSISTANT:" or
+// "<|im_start|>assistant\n" by the template; labels all ignored; a
 // prompt longer than max_len is an InputError naming the record). collate() batches these too.
 GraphExample make_prompt_example(const InstructionRecord& record, const FeatureTable& features,
-                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where);
+                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                                 const ChatTemplate& tmpl = {});
 
 // Right padding to the longest example: input_ids pad_id, labels kIgnoreIndex (-100) and
 // attention_mask 0 on padding. One GraphInput per graph of each example (row = the example's
@@ -60,6 +63,7 @@ struct GraphBatchOptions {
   int32_t num_workers = 0;   // 0: batches are built in the caller's thread, inside next()
   int64_t queue_capacity = 0;  // batches ready or being built ahead (0: 2 * num_workers)
   std::string where = "instructions";  // names the records in messages (the file)
+  ChatTemplate chat_template;  // how conversations are rendered and masked ([data].template)
   // Every batch full: an epoch's remainder (fewer than batch_size records) is skipped, and the
   // next epoch's shuffle puts other records there. Training sets it, so that a global batch
   // can always be split evenly over ranks and micro-batches.

@@ -69,6 +69,7 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
   bo.seed = static_cast<uint64_t>(cfg.seed);
   bo.num_workers = static_cast<int32_t>(cfg.num_workers);
   bo.where = cfg.instructions;
+  bo.chat_template = chat_template_named(cfg.chat_template, cfg.path + ": [data].template");
   bo.drop_last = true;
   bo.shards = rt.shape.dp * m;
   bo.first_shard = rt.coord.dp * m;

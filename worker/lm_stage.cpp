@@ -58,6 +58,7 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
   std::vector<InstructionRecord> records, questions;
   if (!cfg.instructions.empty()) records = read_job_records(cfg);
   for (const auto& r : records) questions.push_back(text_only_record(r));
+  const ChatTemplate tmpl = chat_template_named(cfg.chat_template, cfg.path + ": [data].template");
   const std::vector<std::string> corpus = lm_documents(cfg, cfg.instructions.empty() ? nullptr : &records);
 
   std::string tok_path = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": [model].tokenizer");
@@ -69,11 +70,12 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
       fail(cfg.path + ": [model].tokenizer", "\"train\" makes a new vocabulary, which only a fresh model can use; "
                                                "[model].path names an existing one");
     // The tokenizer learns from exactly what the model will read: the corpus and the rendered
-    // conversations (without the template's "</s>", which is the EOS id, not text).
+    // conversations (without the template's "</s>" or <|im_start|>/<|im_end|>: ids, not text).
     std::vector<std::string> texts = corpus;
     for (const auto& q : questions) {
-      std::string p = vicuna_v1_1_prompt(q.conversations);
-      for (size_t at = p.find(kVicunaSep2); at != std::string::npos; at = p.find(kVicunaSep2, at)) p.erase(at, std::string(kVicunaSep2).size());
+      std::string p = render_chat(tmpl, q.conversations);
+      for (const std::string& t : chat_token_texts(tmpl))
+        for (size_t at = p.find(t); at != std::string::npos; at = p.find(t, at)) p.erase(at, t.size());
       texts.push_back(std::move(p));
     }
     const std::string model_bytes =
@@ -117,7 +119,7 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
     std::unique_ptr<Tokenizer> conv_tok = load_tokenizer(tok_path);
     conv_tok->add_special_tokens(graph_special_tokens());
     for (const auto& q : questions) {
-      docs.push_back(tokenize_conversation(q, {}, *conv_tok, int64_t{1} << 40).input_ids);
+      docs.push_back(tokenize_conversation(q, {}, *conv_tok, int64_t{1} << 40, tmpl).input_ids);
       question_tokens += static_cast<int64_t>(docs.back().size());
     }
   }

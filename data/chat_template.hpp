@@ -1,0 +1,62 @@
+#pragma once
+// The chat templates a conversation can be rendered in: FastChat's vicuna_v1_1 (what GraphGPT
+// trains with) and ChatML (what SmolLM2-Instruct and other Hugging Face chat models use).
+// data/conversation.hpp tokenises a record in either, with the loss mask. No libtorch.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/instructions.hpp"
+
+namespace gt {
+
+class Tokenizer;
+
+// SmolLM2-Instruct's chat_template puts this system message first when the conversation has
+// none (GraphGPT records never do).
+inline constexpr const char* kSmolLM2System = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+inline constexpr const char* kImStart = "<|im_start|>";
+inline constexpr const char* kImEnd = "<|im_end|>";
+
+enum class ChatFormat { kVicunaV11, kChatML };
+
+// Which template, and for ChatML its system message (vicuna_v1_1's is fixed: kVicunaSystem).
+// Default-constructed: vicuna_v1_1, so callers that never heard of templates keep GraphGPT's.
+struct ChatTemplate {
+  ChatFormat format = ChatFormat::kVicunaV11;
+  std::string system;
+
+  static ChatTemplate vicuna_v1_1() { return {}; }
+  static ChatTemplate chatml(std::string system = kSmolLM2System) { return {ChatFormat::kChatML, std::move(system)}; }
+};
+
+// By the name [data].template uses: "vicuna_v1_1" or "chatml" (SmolLM2's system message).
+// Anything else is an InputError naming `where`.
+ChatTemplate chat_template_named(const std::string& name, const std::string& where);
+const char* chat_template_name(const ChatTemplate& tmpl);
+
+// The template's text for the turns (human, gpt, ... from human; InputError otherwise), values
+// used as they are (expand graph markers first). vicuna_v1_1: vicuna_v1_1_prompt(turns).
+// ChatML: "<|im_start|>system\n" + system + "<|im_end|>\n", then per turn "<|im_start|>" +
+// (user | assistant) + "\n" + value + "<|im_end|>\n", exactly SmolLM2's chat_template.
+// add_generation_prompt (the turns must then end with a human one) appends what opens the
+// answer: "ASSISTANT:" for vicuna_v1_1 (FastChat's empty last message), "<|im_start|>assistant\n"
+// for ChatML (HF's add_generation_prompt).
+std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns, bool add_generation_prompt = false);
+
+// The texts in render_chat's output that stand for one token id each rather than for text:
+// vicuna_v1_1's "</s>" (the EOS id), ChatML's "<|im_start|>" and "<|im_end|>". Training a
+// tokenizer on rendered conversations drops them.
+std::vector<std::string> chat_token_texts(const ChatTemplate& tmpl);
+
+// The id that ends an answer, where generation stops: the tokenizer's EOS for vicuna_v1_1,
+// <|im_end|> for ChatML (which must be a registered special token of the tokenizer: InputError
+// naming the tokenizer otherwise; SmolLM2's EOS is <|im_end|> anyway).
+int32_t chat_stop_id(const ChatTemplate& tmpl, const Tokenizer& tokenizer);
+
+// The id of kImStart or kImEnd, which must be a registered special token of the tokenizer (as
+// plain text, "<|im_end|>" would be learned as several pieces and generation would never stop
+// on it): InputError naming the tokenizer otherwise.
+int32_t chatml_token_id(const Tokenizer& tokenizer, const char* piece);
+
+}  // namespace gt

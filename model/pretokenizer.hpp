@@ -1,0 +1,42 @@
+#pragma once
+// The pre-tokenisers of byte-level BPE vocabularies: text is cut into pieces first (words,
+// numbers, punctuation runs, whitespace), and BPE merges never cross a piece boundary.
+// Matches Hugging Face tokenizers' ByteLevel (GPT-2's regex) and Digits pre-tokenizers, with
+// Unicode categories from PCRE2 (Debian 12's 10.42 knows Unicode 14: a letter or digit
+// assigned since then is "other" here but a letter/digit to tokenizers 0.23).
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gt {
+
+struct PreTokenizerSpec {
+  // Hugging Face's Digits: none, each digit its own piece (individual_digits), or digit runs.
+  enum class Digits { kNone, kIndividual, kRuns } digits = Digits::kNone;
+  bool add_prefix_space = false;  // ByteLevel: a space before every piece not starting with one
+  bool use_regex = true;          // ByteLevel: GPT-2's regex; false keeps the piece whole
+};
+
+// The pre-tokenizer a GGUF file names in tokenizer.ggml.pre (llama.cpp's names); an unknown
+// name is an InputError naming where.
+PreTokenizerSpec pre_tokenizer_for_gguf_name(const std::string& name, const std::string& where);
+
+class PreTokenizer {
+ public:
+  explicit PreTokenizer(const PreTokenizerSpec& spec);
+  ~PreTokenizer();
+  PreTokenizer(const PreTokenizer&) = delete;
+  PreTokenizer& operator=(const PreTokenizer&) = delete;
+
+  // Appends text's pieces, in order. Concatenated they give text back (with the prefix spaces
+  // add_prefix_space puts in). Bytes that are not UTF-8 become pieces of their own.
+  void split(std::string_view text, std::vector<std::string>& pieces) const;
+
+ private:
+  class Regex;  // a compiled PCRE2 pattern: pcre2.h stays in the .cpp
+  PreTokenizerSpec spec_;
+  std::unique_ptr<Regex> digits_, words_;
+};
+
+}  // namespace gt
