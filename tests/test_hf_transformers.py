@@ -10,16 +10,12 @@ Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from oracle import check, finish, run, skip
+
 TOL = 1e-4  # fp32 logits, max abs difference
-
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
 
 
 assets = os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
@@ -38,22 +34,6 @@ transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
-    if not ok:
-        failures.append(name)
-
-
-def run(*args):
-    p = subprocess.run(list(args), capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
-    return p
-
-
 def graphtune_logits(model, tokens, tmp, tag):
     out = os.path.join(tmp, f"logits-{tag}.safetensors")
     run(WORKER, "dump-logits", "--model", model, "--tokens", ",".join(map(str, tokens)), "--out", out)
@@ -195,10 +175,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gt_hf_") as tmp:
         stories_checks(tmp)
         scaled_gqa_checks(tmp)
-    if failures:
-        print(f"{len(failures)} failed: {failures}")
-        return 1
-    print("all passed")
+    finish()
     return 0
 
 

