@@ -291,6 +291,44 @@ TEST(GraphBatches, StreamCoversEachEpochInAShuffledOrder) {
   EXPECT_NE(gt::epoch_permutation(100, 5, 0), gt::epoch_permutation(100, 6, 0));
 }
 
+// Data parallelism and micro-batches: every (replica, micro-batch) stream builds only its part of
+// each global batch, and the parts, in order, are exactly the global batch; with drop_last every
+// batch is full (10 records, batches of 4: two per epoch, the remaining 2 skipped).
+TEST(GraphBatches, ShardsCutEachGlobalBatchInOrder) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto recs = toy_records(10);
+  gt::GraphBatchOptions o;
+  o.batch_size = 4;
+  o.seed = 5;
+  o.drop_last = true;
+  gt::GraphBatchStream whole(recs, table, *tok, o);
+  EXPECT_EQ(whole.steps_per_epoch(), 2);
+  o.shards = 4;  // 2 replicas x 2 micro-batches
+  for (int64_t k = 0; k < 5; ++k) {  // past an epoch boundary
+    std::vector<int64_t> joined;
+    for (int64_t replica = 0; replica < 2; ++replica) {
+      o.first_shard = replica * 2;
+      o.shards_here = 2;
+      gt::GraphBatchStream part(recs, table, *tok, o);
+      for (int64_t j = 0; j < 2; ++j) {
+        auto ids = part.element_indices(k * 2 + j);
+        EXPECT_EQ(ids.size(), 1u);
+        joined.insert(joined.end(), ids.begin(), ids.end());
+      }
+    }
+    EXPECT_EQ(joined, whole.batch_indices(k)) << "global batch " << k;
+    EXPECT_EQ(whole.batch_indices(k).size(), 4u);
+  }
+  o.shards = 3;  // does not divide the batch
+  o.first_shard = 0;
+  o.shards_here = 1;
+  EXPECT_THROW(gt::GraphBatchStream(recs, table, *tok, o), std::invalid_argument);
+  o.shards = 1;
+  o.batch_size = 11;  // more than there are records
+  EXPECT_THROW(gt::GraphBatchStream(recs, table, *tok, o), gt::InputError);
+}
+
 TEST(GraphBatches, SameBatchesWhateverTheNumberOfWorkers) {
   auto tok = graph_tokenizer(gt::byte_tokenizer());
   auto table = toy_table();

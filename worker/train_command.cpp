@@ -11,11 +11,11 @@
 #include "model/load_model.hpp"
 #include "parallel/process_grid.hpp"
 #include "parallel/world.hpp"
-#include "worker/parallel_runtime.hpp"
 #include "worker/commands.hpp"
 #include "worker/graph_trainer.hpp"
 #include "worker/grounding_stage.hpp"
 #include "worker/lm_stage.hpp"
+#include "worker/parallel_runtime.hpp"
 
 namespace gt {
 
