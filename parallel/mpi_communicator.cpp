@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "parallel/mpi_ranks.hpp"
+
 namespace gt {
 namespace {
 
@@ -100,15 +102,7 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  MPI_Group group, world_group;
-  MPI_Comm_group(comm_, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  std::vector<int> local(size_);
-  for (int i = 0; i < size_; ++i) local[i] = i;
-  world_ranks_.resize(size_);
-  MPI_Group_translate_ranks(group, size_, local.data(), world_group, world_ranks_.data());
-  MPI_Group_free(&group);
-  MPI_Group_free(&world_group);
+  world_ranks_ = world_ranks_of(comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {

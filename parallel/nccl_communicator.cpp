@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "parallel/communicator.hpp"
+#include "parallel/mpi_ranks.hpp"
 
 namespace gt {
 namespace {
@@ -146,15 +147,7 @@ class NcclWork final : public Work {
 NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device) : mpi_(mpi), owned_(owned), device_(device) {
   MPI_Comm_rank(mpi_, &rank_);
   MPI_Comm_size(mpi_, &size_);
-  MPI_Group group, world_group;
-  MPI_Comm_group(mpi_, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  std::vector<int> local(size_);
-  for (int i = 0; i < size_; ++i) local[i] = i;
-  world_ranks_.resize(size_);
-  MPI_Group_translate_ranks(group, size_, local.data(), world_group, world_ranks_.data());
-  MPI_Group_free(&group);
-  MPI_Group_free(&world_group);
+  world_ranks_ = world_ranks_of(mpi_);
   try {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
     // Rank 0 broadcasts even when creating the id failed, with a flag, so that the other
