@@ -7,17 +7,6 @@ source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_COMM_DRIVER:?set by ctest}
 need_mpirun 60
 
-# run_timed NAME NP ARGS...: runs the driver, leaving rc, ms, $TMP/NAME.out and .err.
-run_timed() {
-  local name=$1 np=$2; shift 2
-  local start=$(date +%s%N)
-  "${MPIRUN[@]}" -np "$np" "$DRIVER" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  rc=$?
-  ms=$((($(date +%s%N) - start) / 1000000))
-  echo "     ($name: exit $rc after $ms ms)"
-}
-faster_than() { [ "$ms" -lt $(($1 * 1000)) ]; }  # faster_than SECONDS
-ended_with_failure() { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; }  # 124: `timeout` had to end it
 
 # 14 checks with 2 ranks; with 4 each parity half also runs a ring of its own.
 for np_want in "2 14" "4 15"; do

@@ -52,3 +52,16 @@ need_mpirun() {
   fi
   MPIRUN=(timeout "$1" mpirun --allow-run-as-root --oversubscribe)
 }
+
+# run_timed NAME NP ARGS...: $DRIVER under $MPIRUN with NP ranks (one thread each), leaving rc,
+# ms, $TMP/NAME.out and .err; then faster_than SECONDS and ended_with_failure judge the run.
+run_timed() {
+  local name=$1 np=$2; shift 2
+  local start=$(date +%s%N)
+  OMP_NUM_THREADS=1 "${MPIRUN[@]}" -np "$np" "$DRIVER" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  echo "     ($name: exit $rc after $ms ms)"
+}
+faster_than() { [ "$ms" -lt $(($1 * 1000)) ]; }
+ended_with_failure() { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; }  # 124: `timeout` had to end it

@@ -8,17 +8,6 @@ source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_PIPELINE_DRIVER:?set by ctest}
 need_mpirun 120
 
-# run_timed NAME NP ARGS...: runs the driver, leaving rc, ms, $TMP/NAME.out and .err.
-run_timed() {
-  local name=$1 np=$2; shift 2
-  local start=$(date +%s%N)
-  OMP_NUM_THREADS=1 "${MPIRUN[@]}" -np "$np" "$DRIVER" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  rc=$?
-  ms=$((($(date +%s%N) - start) / 1000000))
-  echo "     ($name: exit $rc after $ms ms)"
-}
-faster_than() { [ "$ms" -lt $(($1 * 1000)) ]; }  # faster_than SECONDS
-ended_with_failure() { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; }  # 124: `timeout` had to end it
 
 # 5 checks per configuration. 2 ranks: {gpipe, 1f1b} x m {4, 8}; 4 ranks: {gpipe, 1f1b} x
 # m {4, 6} on 4 stages, and {gpipe, 1f1b} with m 4 on two pipelines of 2 stages.
