@@ -179,6 +179,15 @@ torch::Tensor LlamaImpl::head(const torch::Tensor& x) {
   return torch::linear(h, cfg_.tie_embeddings ? embed_tokens_ : lm_head_).to(torch::kFloat32);
 }
 
+torch::Tensor LlamaImpl::head_loss_sum(const torch::Tensor& x, const torch::Tensor& labels) {
+  const int64_t T = x.size(1);
+  const auto y = labels.narrow(1, 1, T - 1);  // position t predicts label t+1
+  const auto learned = y != -100;
+  const auto logits = head(x.narrow(1, 0, T - 1).index({learned}));  // [learned positions, vocab], fp32
+  return torch::nn::functional::cross_entropy(
+      logits, y.index({learned}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
 torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
                                         const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1);

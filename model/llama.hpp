@@ -60,6 +60,11 @@ class LlamaImpl : public torch::nn::Module {
   // embeddings unless `keep_embedding`, the final norm and head unless `keep_head`), so a stage
   // holds only its share. Their names stay (empty tensors): named_weights() still lists them.
   void keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head);
+  // causal_lm_loss_sum(head(x), labels), with the head run only where a label is learned. In
+  // GraphGPT's stages the answer is a few tokens of a prompt of hundreds, and the head (vocabulary
+  // x dim) with its log-softmax over every position was a fifth of the step's compute and most
+  // of its activation memory.
+  torch::Tensor head_loss_sum(const torch::Tensor& x, const torch::Tensor& labels);
   // The decoder layer a weight name belongs to, or -1 (embeddings, final norm, head).
   static int64_t layer_of(const std::string& name);
 

@@ -138,9 +138,8 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
       x = rt.first_stage() ? model->embed(b) : input;
       x = model->llm->forward_layers(x, b.attention_mask, rt.first_layer, rt.last_layer);
       if (!rt.last_stage()) return x;
-      x = model->llm->head(x);
+      return model->llm->head_loss_sum(x, b.labels);  // the logits come out fp32
     }
-    return causal_lm_loss_sum(x, b.labels);  // outside autocast: fp32
   };
   StepRunner runner(rt, cfg, sp);
   TrainLogFile log_file(rt.reports() ? cfg.out_dir : "");

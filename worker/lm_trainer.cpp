@@ -86,9 +86,8 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainCo
       x = rt.first_stage() ? model->embed(batch) : input;
       x = model->forward_layers(x, {}, rt.first_layer, rt.last_layer);
       if (!rt.last_stage()) return x;
-      x = model->head(x);
+      return model->head_loss_sum(x, batch);  // the logits come out fp32
     }
-    return causal_lm_loss_sum(x, batch);  // outside autocast: fp32
   };
   StepRunner runner(rt, cfg, sp);
   auto log = run_train_loop(
