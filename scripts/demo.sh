@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GraphGPT recipe on one graph, in one process, on the CPU, in a few minutes:
+# The whole GraphGPT recipe on one graph, on the CPU:
 #   1. data      instruction records in GraphGPT's JSON: graph matching (train), node
 #                classification (warm-up = the val split, train, test: disjoint papers)
 #   2. lm        LM warm-up of a tiny LLaMA from scratch (tokenizer trained on the texts); it
@@ -7,16 +7,35 @@
 #   3. grounding text-graph grounding of the graph encoder (CLIP-style)
 #   4. stage1    GraphGPT stage 1, graph matching (projector + <g_start>/<g_end> rows)
 #   5. stage2    GraphGPT stage 2, node classification, from stage 1's projector
-#   6. eval      test accuracy of the graph model, of the same LLM from the text alone, and chance
-# Usage: scripts/demo.sh [GRAPH [extra --section.key VALUE for every stage ...]]
+#   6. eval      test accuracy and macro-F1 of the graph model, of the same LLM from the text
+#                alone, and chance
+# With --real there is no warm-up: the LLM is SmolLM2-135M-Instruct (pretrained, frozen; the
+# GGUF file install-deps puts in the environment), the graph Cora-ML, and the text-only
+# evaluation is that LLM zero-shot. Fewer records than the small demo: it takes ~15 minutes.
+# Usage: scripts/demo.sh [--real] [--pp N] [GRAPH [extra --section.key VALUE for every stage ...]]
 #   GRAPH: "embedded" (default: the synthetic citation graph) or a graph folder, e.g.
-#          ../shared/assets/graph/cora_ml. Results go to runs/demo (runs/demo-<folder name>), or
-#          to $GRAPHTUNE_DEMO_OUT.
+#          ../shared/assets/graph/cora_ml (the default with --real). Results go to runs/demo
+#          (runs/demo-<folder name>, runs/demo-real; "-ppN" appended with --pp), or to
+#          $GRAPHTUNE_DEMO_OUT.
+#   --pp N: stages 1 and 2 run under mpirun with the LLM's layers split over N pipeline stages
+#           (one thread per rank on this 2-core machine); the others stay one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GRAPH=${1:-embedded}
+REAL=0 PP=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --real) REAL=1; shift ;;
+    --pp) PP=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
+if [ $REAL = 1 ]; then GRAPH=${1:-$ASSETS/graph/cora_ml}; else GRAPH=${1:-embedded}; fi
 shift || true
-if [ "$GRAPH" = embedded ]; then RUN=runs/demo; else RUN=runs/demo-$(basename "$GRAPH"); fi
+if [ $REAL = 1 ]; then RUN=runs/demo-real
+elif [ "$GRAPH" = embedded ]; then RUN=runs/demo
+else RUN=runs/demo-$(basename "$GRAPH"); fi
+[ "$PP" = 1 ] || RUN=$RUN-pp$PP
 RUN=${GRAPHTUNE_DEMO_OUT:-$RUN}
 # GRAPHTUNE_BIN (the tests set it): use that build as it is.
 if [ -z "${GRAPHTUNE_BIN:-}" ]; then
@@ -24,6 +43,7 @@ if [ -z "${GRAPHTUNE_BIN:-}" ]; then
   scripts/build.sh >/dev/null
 fi
 GT=${GRAPHTUNE_BIN:-build/launcher/graphtune}
+WORKER=${GRAPHTUNE_WORKER:-$(dirname "$GT")/../worker/graphtune-worker}
 DATA=$RUN/data
 mkdir -p "$DATA"
 
@@ -39,15 +59,34 @@ stage() {  # stage NAME COMMAND...: runs and times one step
   SECS+=("$(awk "BEGIN { print $t1 - $t0 }")")
 }
 
+# train_pp CONFIG ARGS...: a GraphGPT stage, in one process or as --pp pipeline stages.
+train_pp() {
+  local cfg=$1
+  shift
+  if [ "$PP" = 1 ]; then "$GT" train --config "$cfg" "$@"; return; fi
+  local threads=$(( $(nproc) / PP )) mpi=(mpirun -np "$PP")
+  [ "$threads" -ge 1 ] || threads=1
+  [ "$(id -u)" != 0 ] || mpi+=(--allow-run-as-root)
+  [ "$(nproc)" -ge "$PP" ] || mpi+=(--oversubscribe)
+  "${mpi[@]}" "$WORKER" -c "$cfg" --parallelism.pp "$PP" --training.threads "$threads" "$@"
+}
+
 # Papers split 40/40/20: the warm-up LLM learns to answer from text on one 40% (the "val"
 # split), stage 2 tunes the graph tokens on the other 40% (train), the test 20% is never seen.
 # A warm-up on stage 2's own papers would leave it nothing to learn: the LLM would already know
-# their answers from their text.
+# their answers from their text. --real has no warm-up and uses the same split (val unused), so
+# its test papers are the first of the small demo's.
 build_records() {
   local common=(--graph "$GRAPH" --hops 2 --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite)
-  "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train --max-records 400 \
-    --out "$DATA/graph_matching_train.json"
   local nc=("${common[@]}" --fanout 8 --max-nodes 24 --task node_classification)
+  local gm=("${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train)
+  if [ $REAL = 1 ]; then
+    "$GT" data build "${gm[@]}" --max-records 96 --out "$DATA/graph_matching_train.json"
+    "$GT" data build "${nc[@]}" --split train --max-records 240 --out "$DATA/node_classification_train.json"
+    "$GT" data build "${nc[@]}" --split test --max-records 200 --out "$DATA/node_classification_test.json"
+    return
+  fi
+  "$GT" data build "${gm[@]}" --max-records 400 --out "$DATA/graph_matching_train.json"
   "$GT" data build "${nc[@]}" --split val --out "$DATA/node_classification_warmup.json"
   "$GT" data build "${nc[@]}" --split train --out "$DATA/node_classification_train.json"
   "$GT" data build "${nc[@]}" --split test --out "$DATA/node_classification_test.json"
@@ -55,22 +94,30 @@ build_records() {
 
 # Every path of the configs, pointed into $RUN, and the graph.
 PATHS=(--data.graph "$GRAPH")
-MODEL=(--model.path "$RUN/lm/model" --model.graph_encoder "$RUN/grounding/graph_encoder.safetensors")
+ENCODER=(--model.graph_encoder "$RUN/grounding/graph_encoder.safetensors")
+if [ $REAL = 1 ]; then
+  CONFIGS=configs/smollm2
+  MODEL=("${ENCODER[@]}")  # the configs name the LLM: smollm2
+else
+  CONFIGS=configs/demo
+  MODEL=(--model.path "$RUN/lm/model" "${ENCODER[@]}")
+fi
 stage data build_records
-stage lm "$GT" train --config configs/demo/lm.toml "${PATHS[@]}" --job.out_dir "$RUN/lm" \
+[ $REAL = 1 ] || stage lm "$GT" train --config configs/demo/lm.toml "${PATHS[@]}" --job.out_dir "$RUN/lm" \
   --data.instructions "$DATA/node_classification_warmup.json" "$@"
 stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" "$@"
-stage stage1 "$GT" train --config configs/demo/stage1.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage1" \
+stage stage1 train_pp $CONFIGS/stage1.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage1" \
   --data.instructions "$DATA/graph_matching_train.json" "$@"
-stage stage2 "$GT" train --config configs/demo/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage2" \
+stage stage2 train_pp $CONFIGS/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage2" \
   --model.projector "$RUN/stage1/graph_projector.bin" --data.instructions "$DATA/node_classification_train.json" "$@"
-EVAL=(--config configs/demo/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --model.projector "$RUN/stage2/graph_projector.bin"
+EVAL=(--config $CONFIGS/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --model.projector "$RUN/stage2/graph_projector.bin"
       --data.instructions "$DATA/node_classification_test.json")
 stage eval "$GT" eval "${EVAL[@]}" --out "$RUN/eval/graph" "$@"
 stage eval-text "$GT" eval "${EVAL[@]}" --eval.text_only true --out "$RUN/eval/text_only" "$@"
 
-# metrics.json: the top-level "accuracy" (two-space indent) and node classification's "chance".
+# metrics.json: the first value of a field (accuracy: the top-level one).
 field() { sed -n "s/^ *\"$2\": \([0-9.e-]*\),\{0,1\}$/\1/p" "$1" | head -n 1; }
+score() { printf '  %-34s %8.4f %9.4f\n' "$1" "$(field "$2" accuracy)" "$(field "$2" macro_f1)"; }
 echo
 echo "GraphGPT demo on '$GRAPH' ($RUN)"
 printf '  %-10s %8s\n' stage seconds
@@ -80,7 +127,9 @@ for i in "${!NAMES[@]}"; do
   total=$(awk "BEGIN { print $total + ${SECS[$i]} }")
 done
 printf '  %-10s %8.1f\n' total "$total"
-echo "test accuracy, node classification ($(field "$RUN/eval/graph/metrics.json" n) papers):"
-printf '  %-34s %.4f\n' "graph model (GraphGPT recipe)" "$(field "$RUN/eval/graph/metrics.json" accuracy)"
-printf '  %-34s %.4f\n' "same LLM, text alone (no graph)" "$(field "$RUN/eval/text_only/metrics.json" accuracy)"
-printf '  %-34s %.4f\n' "chance" "$(field "$RUN/eval/graph/metrics.json" chance)"
+echo "test papers, node classification ($(field "$RUN/eval/graph/metrics.json" n) papers):"
+printf '  %-34s %8s %9s\n' "" accuracy macro-F1
+score "graph model (GraphGPT recipe)" "$RUN/eval/graph/metrics.json"
+score "same LLM, text alone (no graph)" "$RUN/eval/text_only/metrics.json"
+printf '  %-34s %8.4f\n' "always the most common class" "$(field "$RUN/eval/graph/metrics.json" majority)"
+printf '  %-34s %8.4f\n' "chance" "$(field "$RUN/eval/graph/metrics.json" chance)"

@@ -2,7 +2,8 @@
 # scripts/demo.sh end to end with a handful of steps per stage (the full demo is minutes; its
 # accuracies are measured by running it, not here): every stage runs in order from the files
 # the one before wrote, both evaluations score the test split, and the summary names each
-# stage's time and the three accuracies.
+# stage's time and the scores. Then `demo.sh --pp 2`: stages 1 and 2 as two pipeline stages
+# under mpirun, with the same losses as one process.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$TMP/demo
@@ -14,9 +15,17 @@ check "demo exits 0" test $rc -eq 0
 for s in data lm grounding stage1 stage2 eval eval-text total; do
   check "summary times $s" grep -qE "^  $s +[0-9]+\.[0-9]$" "$TMP/out.txt"
 done
-check "summary: graph model accuracy" grep -qE '^  graph model \(GraphGPT recipe\) +0\.[0-9]{4}$|^  graph model \(GraphGPT recipe\) +1\.0000$' "$TMP/out.txt"
-check "summary: text-only accuracy" grep -qE '^  same LLM, text alone \(no graph\) +[01]\.[0-9]{4}$' "$TMP/out.txt"
+check "summary: graph model accuracy and macro-F1" \
+  grep -qE '^  graph model \(GraphGPT recipe\) +[01]\.[0-9]{4} +[01]\.[0-9]{4}$' "$TMP/out.txt"
+check "summary: text-only accuracy and macro-F1" \
+  grep -qE '^  same LLM, text alone \(no graph\) +[01]\.[0-9]{4} +[01]\.[0-9]{4}$' "$TMP/out.txt"
 check "summary: chance is 1/7" grep -qE '^  chance +0\.1429$' "$TMP/out.txt"
+# The test split's most common class, counted here from the records' answers.
+majority=$(python3 -c '
+import json, sys, collections
+answers = [r["conversations"][-1]["value"] for r in json.load(open(sys.argv[1]))]
+print("%.4f" % (max(collections.Counter(answers).values()) / len(answers)))' "$OUT/data/node_classification_test.json")
+check "summary: the most common class scores $majority" grep -qE "^  always the most common class +$majority\$" "$TMP/out.txt"
 check "the lm stage trained a SentencePiece tokenizer and saved it with the model" test -s "$OUT/lm/model/tokenizer.model"
 check "grounding wrote the encoder stage 1 started from" grep -q "encoder fresh" "$TMP/err.txt"
 check "grounding reports retrieval against chance" grep -qE "retrieval top-1 [0-9.]+ \(chance 0\.0025, 400 nodes\)" "$TMP/err.txt"
@@ -24,4 +33,26 @@ check "the text-only eval says so in metrics.json" grep -q '"text_only": true' "
 check "the graph eval says so in metrics.json" grep -q '"text_only": false' "$OUT/eval/graph/metrics.json"
 check "both evals scored the 404 test papers" test "$(grep -c '' "$OUT/eval/graph/predictions.jsonl")" -eq 404 -a \
   "$(grep -c '' "$OUT/eval/text_only/predictions.jsonl")" -eq 404
+
+# The same with stages 1 and 2 split over two pipeline stages: their per-step losses (the full
+# precision ones of train_log.jsonl) are the one-process run's.
+if command -v mpirun >/dev/null; then
+  GRAPHTUNE_DEMO_OUT=$TMP/demo_pp2 timeout 600 bash "$ROOT/scripts/demo.sh" --pp 2 embedded --training.steps 3 \
+    --training.log_every 1 >"$TMP/pp2.out" 2>"$TMP/pp2.err"
+  rc=$?
+  check "demo --pp 2 exits 0" test $rc -eq 0
+  [ $rc -eq 0 ] || sed 's/^/    stderr: /' "$TMP/pp2.err" | tail -8
+  check "stages 1 and 2 ran as two pipeline stages" test "$(grep -c 'rank 1: dp 0 pp 1 tp 0' "$TMP/pp2.err")" -ge 2
+  for s in stage1 stage2; do
+    check "$s: pp=2 losses equal one process's (rtol 1e-5)" python3 -c '
+import json, sys
+losses = [[json.loads(l)["loss"] for l in open(f)] for f in sys.argv[1:]]
+print("     losses", losses)
+assert len(losses[0]) == 3 and losses[0][0] > 0.1
+assert all(abs(a - b) <= 1e-5 * abs(a) for a, b in zip(*losses)) and len(losses[0]) == len(losses[1])' \
+      "$OUT/$s/train_log.jsonl" "$TMP/demo_pp2/$s/train_log.jsonl"
+  done
+else
+  echo "SKIP demo --pp 2: mpirun not found"
+fi
 finish
