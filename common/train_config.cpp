@@ -167,6 +167,18 @@ TrainConfig read_train_config(const std::string& path,
   c.timeout_s = in_range("parallelism", "timeout_s", c.timeout_s, 0.0, 1e9);
   c.backend = one_of("parallelism", "backend", c.backend, {"mpi", "nccl"});
 
+  c.checkpoint_every = r.get_int("checkpoint", "every", c.checkpoint_every);
+  if (c.checkpoint_every < 0) r.reject("checkpoint", "every", "must be >= 0 (0 = no checkpoints)");
+  c.keep_latest = r.get_int("checkpoint", "keep_latest", c.keep_latest);
+  if (c.keep_latest < 0) r.reject("checkpoint", "keep_latest", "must be >= 0 (0 = keep all)");
+  c.checkpoint_dir = r.get_string("checkpoint", "dir", c.out_dir + "/checkpoints");
+  if (c.checkpoint_dir.empty()) r.reject("checkpoint", "dir", "must not be empty");
+  c.save_frozen = r.get_bool("checkpoint", "save_frozen", c.save_frozen);
+  c.resume = r.get_string("checkpoint", "resume", c.resume);
+  if (train && (c.checkpoint_every > 0 || !c.resume.empty()) && c.stage == "grounding")
+    r.reject("checkpoint", c.resume.empty() ? "every" : "resume",
+             "not supported yet: checkpoints of stage grounding (it runs in minutes; rerun it)");
+
   r.finish();
   return c;
 }

@@ -92,6 +92,16 @@ struct TrainConfig {
   double timeout_s = 300;
   // "mpi" (CPU tensors, always built) or "nccl" (CUDA tensors; its library is loaded only when asked).
   std::string backend = "mpi";
+
+  // [checkpoint] Sharded checkpoints (checkpoint/, docs/checkpoints.md) of the lm and GraphGPT
+  // stages: every `every` optimizer steps and at the last one (0: none), into `dir` (default
+  // <out_dir>/checkpoints), keeping the newest `keep_latest` committed ones (0: all). Frozen
+  // weights (GraphGPT's LLM and encoder) are saved only with save_frozen; a resume reads them
+  // from [model] as the saved run did. `resume` ("latest" or a checkpoint folder; `--resume` on
+  // the command line) continues a run from its step, at this or another layout.
+  int64_t checkpoint_every = 0, keep_latest = 3;
+  std::string checkpoint_dir, resume;
+  bool save_frozen = false;
 };
 
 // What the config is read for. Every key of every section is read (and type-checked) either

@@ -268,4 +268,7 @@ std::string generation_config_json(const LlamaConfig& cfg) {
 }
 
 }  // namespace hf_detail
+
+std::string llama_config_json(const LlamaConfig& cfg) { return hf_detail::config_json(cfg, "float32"); }
+
 }  // namespace gt

@@ -23,6 +23,9 @@ namespace gt {
 // key; keys that do not change the model (torch_dtype, use_cache, ...) are accepted.
 LlamaConfig read_hf_config(const std::string& dir);
 
+// config.json's text for this config, as save_hf_folder writes it (float32).
+std::string llama_config_json(const LlamaConfig& cfg);
+
 // The weights by Hugging Face name, as stored (bf16 stays bf16), viewing the mapped files (see
 // SafetensorsFile::get). Validated against read_hf_config(dir): every expected tensor present,
 // none unknown, shapes equal, dtypes floating; old checkpoints' rotary_emb.inv_freq buffers

@@ -167,12 +167,13 @@ GraphBatchStream::GraphBatchStream(std::shared_ptr<const std::vector<Instruction
   if (o.shards > 1 && (!o.drop_last || o.batch_size % o.shards))
     throw std::invalid_argument("GraphBatchStream: " + std::to_string(o.shards) +
                                 " shards need drop_last and a batch size they divide");
+  if (o.first_element < 0) throw std::invalid_argument("GraphBatchStream: first_element < 0");
   if (o.drop_last && n < o.batch_size)
     fail(o.where, std::to_string(n) + " records are fewer than one batch of " + std::to_string(o.batch_size) +
                       " ([training].batch_size)");
-  steps_per_epoch_ = o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+  steps_per_epoch_ = epoch_steps(n, o);
   prefetch_ = std::make_unique<OrderedPrefetcher<GraphGptBatch>>(
-      [this](int64_t k) { return build(k); }, options_.num_workers, options_.queue_capacity);
+      [this](int64_t k) { return build(options_.first_element + k); }, options_.num_workers, options_.queue_capacity);
 }
 
 namespace {
@@ -199,7 +200,7 @@ GraphBatchStream::~GraphBatchStream() { prefetch_.reset(); }  // joins before an
 
 GraphGptBatch GraphBatchStream::next() { return prefetch_->next(); }
 
-int64_t GraphBatchStream::batches() const { return prefetch_->consumed(); }
+int64_t GraphBatchStream::batches() const { return options_.first_element + prefetch_->consumed(); }
 
 double GraphBatchStream::wait_seconds() const { return prefetch_->wait_seconds(); }
 

@@ -74,6 +74,9 @@ struct GraphBatchOptions {
   // [dp_rank * m, (dp_rank + 1) * m) of dp * m; only those records are ever read and built.
   // shards > 1 needs drop_last and batch_size divisible by shards.
   int64_t shards = 1, first_shard = 0, shards_here = 1;
+  // The stream's first element: a run resumed at optimizer step s starts at the element step s
+  // would have read, so it sees exactly the batches the uninterrupted run saw.
+  int64_t first_element = 0;
 };
 
 class GraphBatchStream {
@@ -102,7 +105,11 @@ class GraphBatchStream {
 
   // ceil(records / batch_size), or floor with drop_last (in global batches, not parts)
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  int64_t batches() const;          // batches (parts) next() has returned (or failed on)
+  // The same for n records, before a stream exists.
+  static int64_t epoch_steps(int64_t n, const GraphBatchOptions& o) {
+    return o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+  }
+  int64_t batches() const;          // element index of the next next() (first_element + those returned or failed)
   int64_t epoch() const { return batches() / (steps_per_epoch_ * options_.shards_here); }  // of the next one
   double wait_seconds() const;      // total time next() was blocked waiting for data
   int64_t num_records() const { return static_cast<int64_t>(records_->size()); }

@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "common/error.hpp"
 #include "data/instructions.hpp"
+#include "model/hf_folder.hpp"
 #include "parallel/tensor_parallel.hpp"
 #include "worker/graph_batches.hpp"
 #include "worker/graphgpt_setup.hpp"
@@ -15,11 +17,15 @@
 #include "worker/mixed_precision.hpp"
 #include "worker/rank_report.hpp"
 #include "worker/step_runner.hpp"
+#include "worker/train_checkpoint.hpp"
 #include "worker/train_loop.hpp"
 
 namespace gt {
 
 namespace {
+
+// The <g_start>/<g_end> rows in checkpoints ([2, dim]).
+const char* const kTokenRowsName = "model.graph_token_rows";
 
 // Parameters per decoder layer, and those stage 0 and the last stage hold besides: what the
 // balanced partition weighs.
@@ -44,6 +50,40 @@ StageWeights graphgpt_stage_weights(GraphGpt& model) {
   return w;
 }
 
+// Names and global shapes of everything a checkpoint of a graph stage may hold.
+std::map<std::string, std::vector<int64_t>> checkpointed_shapes(GraphGpt& model) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (auto& [name, p] : model->llm->named_weights()) shapes[name] = p.sizes().vec();
+  for (auto& [name, p] : model->encoder->named_weights()) shapes["model.graph_tower." + name] = p.sizes().vec();
+  for (auto& [name, p] : model->projector->named_weights()) shapes[name] = p.sizes().vec();
+  shapes[kTokenRowsName] = model->graph_token_rows().sizes().vec();
+  return shapes;
+}
+
+// What this rank holds, for its checkpoints: stage 0 the projector (its slice under tensor
+// parallelism), the <g_start>/<g_end> rows and the encoder; every stage its LLM layers (frozen).
+std::vector<CheckpointedTensor> checkpointed_tensors(GraphGpt& model, const ParallelRuntime& rt, const TrainConfig& cfg,
+                                                     ColumnParallelLinear* tp_projector) {
+  std::vector<CheckpointedTensor> held;
+  if (rt.first_stage()) {
+    const int split = tp_projector ? 0 : -1;  // column-parallel: the output rows of weight and bias
+    for (auto& [name, p] : model->projector->named_weights()) {
+      const bool weight = p.dim() == 2;
+      torch::Tensor mine = !tp_projector ? p : weight ? tp_projector->weight() : tp_projector->bias();
+      held.push_back({name, mine, split, true});
+    }
+    held.push_back({kTokenRowsName, model->graph_token_rows(), -1, cfg.trainable == "graphgpt"});
+    for (auto& [name, p] : model->encoder->named_weights()) held.push_back({"model.graph_tower." + name, p, -1, false});
+  }
+  for (auto& [name, p] : model->llm->named_weights()) {
+    if (p.numel() == 0) continue;  // another stage's
+    // The last stage's copy of tied embeddings is the first stage's: saved there.
+    const bool copy = name == "model.embed_tokens.weight" && !rt.first_stage();
+    held.push_back({name, p, -1, false, !copy});
+  }
+  return held;
+}
+
 }  // namespace
 
 int run_graph_stage(const TrainConfig& cfg, const World& world) {
@@ -58,6 +98,7 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
   auto records = std::make_shared<const std::vector<InstructionRecord>>(std::move(read));
 
   const StageWeights sw = graphgpt_stage_weights(model);
+  const std::string fingerprint = model_fingerprint(checkpointed_shapes(model));
   ParallelRuntime rt = make_parallel_runtime(cfg, world, sw.layers, sw.first, sw.last);
   model->llm->keep_only(rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage());
 
@@ -74,8 +115,9 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
   bo.shards = rt.shape.dp * m;
   bo.first_shard = rt.coord.dp * m;
   bo.shards_here = m;
-  GraphBatchStream stream(records, s.features, *s.tokenizer, bo);
-  const int64_t steps = cfg.steps > 0 ? cfg.steps : std::max<int64_t>(1, cfg.epochs * stream.steps_per_epoch() / chunks);
+  const int64_t steps =
+      cfg.steps > 0 ? cfg.steps
+                    : std::max<int64_t>(1, cfg.epochs * GraphBatchStream::epoch_steps(static_cast<int64_t>(records->size()), bo) / chunks);
 
   model->train();
   model->encoder->eval();  // frozen: no dropout
@@ -101,6 +143,13 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
   }
   sp.trainable = decay;
   sp.trainable.insert(sp.trainable.end(), no_decay.begin(), no_decay.end());
+
+  TrainCheckpoint checkpoint(rt, cfg, steps, checkpointed_tensors(model, rt, cfg, tp_projector.get()), fingerprint);
+  checkpoint.add_file_contents("config.json", llama_config_json(model->llm->config()));
+  const int64_t first_step = checkpoint.resume();
+  // A resumed run's stream starts where step first_step reads: each step takes chunks x m parts.
+  bo.first_element = first_step * chunks * m;
+  GraphBatchStream stream(records, s.features, *s.tokenizer, bo);
 
   int64_t trainable = 0;
   for (auto& p : model->trainable_parameters()) trainable += p.numel();
@@ -142,7 +191,7 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
     }
   };
   StepRunner runner(rt, cfg, sp);
-  TrainLogFile log_file(rt.reports() ? cfg.out_dir : "");
+  TrainLogFile log_file(rt.reports() ? cfg.out_dir : "", first_step);
   run_train_loop(
       decay, no_decay, cfg, steps, [&](int64_t step) { return runner.run(step, stage); },
       [&] { return runner.grad_norm(); },
@@ -152,7 +201,8 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
         std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | data wait %.2f s\n",
                      static_cast<long long>(l.step), static_cast<long long>(steps), l.loss, l.lr, l.grad_norm,
                      l.tokens_per_s, stream.wait_seconds());
-      });
+      },
+      checkpoint.hooks());
   report_rank_peak(rt, runner);
 
   // The outputs are whole tensors: shards come back together on the tp ranks of stage 0 of

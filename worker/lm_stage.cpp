@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
+#include "checkpoint/checkpoint_dir.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -24,6 +26,7 @@
 #include "worker/lm_trainer.hpp"
 #include "worker/parallel_runtime.hpp"
 #include "worker/rank_report.hpp"
+#include "worker/train_checkpoint.hpp"
 #include "worker/mixed_precision.hpp"
 
 namespace gt {
@@ -62,7 +65,21 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
   const std::vector<std::string> corpus = lm_documents(cfg, cfg.instructions.empty() ? nullptr : &records);
 
   std::string tok_path = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": [model].tokenizer");
-  if (tok_path == "train") {
+  const bool trains_tokenizer = tok_path == "train";
+  const ResumePoint resume = find_resume_point(cfg);
+  if (trains_tokenizer && !resume.folder.empty()) {
+    // The weights of a resumed run index the vocabulary they were trained with, which travels
+    // with them: read it back instead of training another.
+    auto saved = resume.index.files.find("tokenizer.model");
+    if (saved == resume.index.files.end())
+      fail(resume.folder, "has no tokenizer.model, the vocabulary this run trained ([model].tokenizer = \"train\")");
+    ckpt::Index only;
+    only.files.insert(*saved);
+    ckpt::verify_files(resume.folder, only);
+    make_dirs(cfg.out_dir);
+    tok_path = cfg.out_dir + "/tokenizer.model";
+    write_file_atomic(tok_path, read_file(resume.folder + "/tokenizer.model"));
+  } else if (trains_tokenizer) {
     if (world.size() > 1)
       fail(cfg.path + ": [model].tokenizer", "not supported yet: training the tokenizer on " + std::to_string(world.size()) +
                                                " ranks; train it in a one-rank run and name its tokenizer.model here");
@@ -147,8 +164,20 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
     if (l >= 0) layer_params[static_cast<size_t>(l)] += p.numel();
     else (name == "model.embed_tokens.weight" ? first_extra : last_extra) += p.numel();
   }
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (auto& [name, p] : model->named_weights()) shapes[name] = p.sizes().vec();
   ParallelRuntime rt = make_parallel_runtime(cfg, world, layer_params, first_extra, last_extra);
   model->keep_only(rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage());
+  // Every weight this stage holds is trained and checkpointed; the last stage's copy of tied
+  // embeddings is the first stage's, saved there.
+  std::vector<CheckpointedTensor> held;
+  for (auto& [name, p] : model->named_weights())
+    if (p.numel() > 0) held.push_back({name, p, -1, true, name != "model.embed_tokens.weight" || rt.first_stage()});
+  TrainCheckpoint checkpoint(rt, cfg, cfg.steps, std::move(held), model_fingerprint(shapes));
+  checkpoint.add_file_contents("config.json", llama_config_json(mc));
+  if (trains_tokenizer) checkpoint.add_file(tok_path);
+  const int64_t first_step = checkpoint.resume();
+  data.skip(first_step);  // one draw per optimizer step
   if (rt.reports()) {
     std::fprintf(stderr, "graphtune: model %lld parameters (dim %lld, %lld layers, %lld heads, %lld kv heads), %d threads\n",
                  static_cast<long long>(mc.num_parameters()), static_cast<long long>(mc.dim),
@@ -159,7 +188,7 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
   }
   report_layout(rt, cfg);
 
-  TrainLogFile log_file(rt.reports() ? cfg.out_dir : "");
+  TrainLogFile log_file(rt.reports() ? cfg.out_dir : "", first_step);
   train_lm(
       model, data, cfg, rt,
       [&](const LmLogLine& l) {
@@ -169,7 +198,7 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
                      static_cast<long long>(l.step), static_cast<long long>(cfg.steps), l.loss, l.lr, l.grad_norm,
                      l.tokens_per_s);
       },
-      [&](const StepRunner& runner) { report_rank_peak(rt, runner); });
+      [&](const StepRunner& runner) { report_rank_peak(rt, runner); }, checkpoint.hooks());
 
   std::map<std::string, torch::Tensor> weights = gather_pipeline_weights(rt, model->named_weights());
   if (!rt.reports()) {

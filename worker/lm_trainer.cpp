@@ -44,7 +44,7 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainCo
 
 std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainConfig& cfg, ParallelRuntime& rt,
                                 const std::function<void(const LmLogLine&)>& on_log,
-                                const std::function<void(const StepRunner&)>& at_end) {
+                                const std::function<void(const StepRunner&)>& at_end, const TrainLoopHooks& hooks) {
   model->train();
   model->set_activation_checkpointing(cfg.activation_checkpointing);
   // Decay matrices only; norms are excluded, as Hugging Face's Trainer does. A pipeline stage
@@ -92,7 +92,7 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const TrainCo
   StepRunner runner(rt, cfg, sp);
   auto log = run_train_loop(
       decay, no_decay, cfg, cfg.steps, [&](int64_t step) { return runner.run(step, stage); },
-      [&] { return runner.grad_norm(); }, on_log);
+      [&] { return runner.grad_norm(); }, on_log, hooks);
   if (at_end) at_end(runner);
   return log;
 }

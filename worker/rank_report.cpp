@@ -2,6 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "parallel/schedule.hpp"
@@ -41,11 +46,20 @@ void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
                runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100);
 }
 
-TrainLogFile::TrainLogFile(const std::string& dir) {
+TrainLogFile::TrainLogFile(const std::string& dir, int64_t resumed_at) {
   if (dir.empty()) return;
   make_dirs(dir);
   const std::string path = dir + "/train_log.jsonl";
+  std::string kept;
+  if (resumed_at > 0 && path_exists(path)) {
+    std::istringstream lines(read_file(path));
+    for (std::string line; std::getline(lines, line);) {
+      long long step = 0;
+      if (std::sscanf(line.c_str(), "{\"step\":%lld", &step) == 1 && step <= resumed_at) kept += line + "\n";
+    }
+  }
   f_ = std::fopen(path.c_str(), "w");
+  if (f_ && !kept.empty()) std::fputs(kept.c_str(), f_);
   if (!f_) fail(path, "cannot open for writing");
 }
 

@@ -21,10 +21,11 @@ double peak_rss_mib();
 
 // <dir>/train_log.jsonl: one JSON line per logged step with full-precision numbers, for tests
 // and plots ({"step":1,"loss":...,"lr":...,"grad_norm":...,"tokens_per_s":...}). An empty dir
-// writes nothing (ranks other than the reporting one). Truncated when opened.
+// writes nothing (ranks other than the reporting one). Truncated when opened, except that a
+// run resumed at step `resumed_at` keeps the lines of steps up to it: the log reads as one run.
 class TrainLogFile {
  public:
-  explicit TrainLogFile(const std::string& dir);
+  explicit TrainLogFile(const std::string& dir, int64_t resumed_at = 0);
   ~TrainLogFile();
   TrainLogFile(const TrainLogFile&) = delete;
   TrainLogFile& operator=(const TrainLogFile&) = delete;

@@ -16,6 +16,7 @@
 #include "worker/grounding_stage.hpp"
 #include "worker/lm_stage.hpp"
 #include "worker/parallel_runtime.hpp"
+#include "worker/train_checkpoint.hpp"
 
 namespace gt {
 
@@ -41,6 +42,7 @@ void check_job(const TrainConfig& cfg, int world_size) {
   if (cfg.tp > 1 && dim % cfg.tp)
     fail(cfg.path + ": [parallelism].tp", std::to_string(cfg.tp) + " does not divide the projector's output, the LLM "
                                           "hidden size " + std::to_string(dim));
+  find_resume_point(cfg);  // the checkpoint to resume from exists, is committed, and is this run's
   if (world_size > 1 && cfg.stage == "grounding")
     fail(cfg.path + ": [training].stage", "not supported yet: grounding on " + std::to_string(world_size) +
                                               " ranks (run it with one)");
@@ -92,13 +94,18 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
 void add_train_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto skip = std::make_shared<bool>(false);
+  auto resume = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("train", "train from a TOML config; any key overridable as --section.key VALUE");
   sub->add_option("-c,--config", *config, "TOML job config (configs/)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
+  sub->add_option("--resume", *resume,
+                  "continue from a checkpoint: \"latest\" (the newest committed one) or its folder "
+                  "(= --checkpoint.resume)");
   sub->allow_extras();
-  sub->callback([sub, config, skip, &exit_code] {
+  sub->callback([sub, config, skip, resume, &exit_code] {
     auto extra = sub->remaining();
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
+    if (!resume->empty()) extra.insert(extra.end(), {"--checkpoint.resume", *resume});
     exit_code = run_train(*config, extra);
   });
 }

@@ -13,7 +13,8 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
                                     const TrainConfig& cfg, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step_fn,
                                     const std::function<double()>& grad_norm,
-                                    const std::function<void(const StepLog&)>& on_log) {
+                                    const std::function<void(const StepLog&)>& on_log,
+                                    const TrainLoopHooks& hooks) {
   auto opts = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
@@ -28,11 +29,13 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
   std::vector<torch::Tensor> params = decay;
   params.insert(params.end(), no_decay.begin(), no_decay.end());
 
+  if (hooks.restore) hooks.restore(opt.get());
+
   std::vector<StepLog> log;
   double loss_sum = 0, norm_sum = 0;
   int64_t window_tokens = 0, window_steps = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = hooks.first_step; step < steps; ++step) {
     const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
     if (opt) {
       for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
@@ -64,6 +67,11 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       loss_sum = norm_sum = 0;
       window_tokens = window_steps = 0;
       t0 = t1;
+    }
+    if (hooks.after_step) {
+      const auto h0 = std::chrono::steady_clock::now();
+      hooks.after_step(step + 1, opt.get());
+      t0 += std::chrono::steady_clock::now() - h0;  // a checkpoint's save is not training time
     }
   }
   return log;

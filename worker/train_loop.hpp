@@ -8,6 +8,10 @@
 
 #include <torch/types.h>
 
+namespace torch::optim {
+class AdamW;
+}
+
 #include "common/train_config.hpp"
 
 namespace gt {
@@ -27,6 +31,16 @@ struct StepOutcome {
   int64_t tokens = 0;  // tokens it processed (all ranks), for the throughput figure
 };
 
+// What a checkpointed run adds to the loop (worker/train_checkpoint.hpp).
+struct TrainLoopHooks {
+  int64_t first_step = 0;  // a resumed run starts here: steps [0, first_step) are done
+  // Called once the optimizer exists, before the first step: a resume puts its state back.
+  // The optimizer is null on a rank that trains nothing (a frozen pipeline stage).
+  std::function<void(torch::optim::AdamW*)> restore;
+  // Called after each optimizer step with the number of steps done (a checkpoint may be due).
+  std::function<void(int64_t steps_done, torch::optim::AdamW*)> after_step;
+};
+
 // step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
 // grad_norm() then returns the norm of the whole model's gradient (across ranks when the model
 // is split: worker/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
@@ -35,7 +49,8 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
                                     const TrainConfig& cfg, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step,
                                     const std::function<double()>& grad_norm,
-                                    const std::function<void(const StepLog&)>& on_log);
+                                    const std::function<void(const StepLog&)>& on_log,
+                                    const TrainLoopHooks& hooks = {});
 
 // One process, gradient accumulation by the caller: micro(step, k) runs micro-batch k of
 // optimizer step `step` and must call backward on its loss divided by cfg.grad_accum_steps.
