@@ -177,7 +177,10 @@ CheckpointReader::OpenFile& CheckpointReader::file(const std::string& name) {
   }
   auto open = std::make_unique<OpenFile>();
   if (size > 0) {
-    void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: the kernel reads the whole file in at once with large requests, instead
+    // of one page fault per 4 KiB page in the checksum pass (bench/checkpoint_io.sh, 975 MiB:
+    // load 441 -> 1048 MiB/s).
+    void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     const int map_errno = errno;
     ::close(fd);
     if (addr == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(map_errno));
