@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "checkpoint/file_io.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -19,9 +19,7 @@ namespace gt::ckpt {
 namespace {
 
 constexpr const char* kIndexFile = "index.json";
-constexpr size_t kCrcBlockBytes = size_t(8) << 20;  // large sequential reads: read-ahead does the rest
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+constexpr size_t kReadBlockBytes = size_t(8) << 20;  // large sequential reads: read-ahead does the rest
 
 // The step of a "step_<digits>" name, or -1 for any other name.
 int64_t step_of(const std::string& name) {
@@ -55,16 +53,6 @@ std::vector<StepFolder> step_folders(const std::string& root) {
   }
   std::stable_sort(out.begin(), out.end(), [](const StepFolder& a, const StepFolder& b) { return a.step < b.step; });
   return out;
-}
-
-void write_all(int fd, const char* data, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail(path, errno_text("write failed"));
-    data += w;
-    n -= size_t(w);
-  }
 }
 
 // Makes a rename or an unlink in `folder` durable.
@@ -125,6 +113,20 @@ std::string resolve_checkpoint(const std::string& root, const std::string& spec)
   return folder;
 }
 
+std::string find_checkpoint(const std::string& path_in, const std::string& hint) {
+  const std::string path = strip_trailing_slashes(path_in);
+  if (!path_exists(path)) fail(path, "no such folder");
+  if (!is_directory(path)) fail(path, "not a checkpoint (a checkpoint is a folder holding index.json)" + hint);
+  bool steps = false, shards = false;
+  for (const std::string& name : list_dir(path)) {
+    steps = steps || step_of(name) >= 0;
+    shards = shards || name.rfind("rank_", 0) == 0;
+  }
+  if (path_exists(join_path(path, kIndexFile)) || shards) return resolve_checkpoint("", path);
+  if (steps) return resolve_checkpoint(path, "latest");
+  fail(path, "not a checkpoint (no index.json, no step_* checkpoints)" + hint);
+}
+
 void commit_index(const std::string& folder, const Index& index) {
   const std::string path = join_path(folder, kIndexFile);
   const std::string tmp = path + ".tmp";
@@ -159,39 +161,25 @@ Index read_index(const std::string& folder) {
 }
 
 void verify_files(const std::string& folder, const Index& index) {
-  std::vector<char> block(kCrcBlockBytes);
+  std::vector<char> block(kReadBlockBytes);
   for (const auto& [name, entry] : index.files) {
     const std::string path = join_path(folder, name);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) fail(path, "missing");
-    if (fd < 0) fail(path, errno_text("cannot open"));
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      ::close(fd);
-      fail(path, errno_text("cannot stat"));
-    }
-    const uint64_t size = uint64_t(st.st_size);
-    if (size != entry.bytes) {
-      ::close(fd);
-      fail(path, std::string(size < entry.bytes ? "truncated: " : "wrong size: ") + std::to_string(size) +
-                     " bytes, the index records " + std::to_string(entry.bytes));
-    }
+    const int fd = open_recorded_file(path, entry);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    uLong crc = ::crc32_z(0L, Z_NULL, 0);
+    uint32_t crc = crc32_start();
     for (;;) {
       const ssize_t n = ::read(fd, block.data(), block.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        const int saved = errno;
+        const std::string why = errno_text("read failed");
         ::close(fd);
-        errno = saved;
-        fail(path, errno_text("read failed"));
+        fail(path, why);
       }
       if (n == 0) break;
-      crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(block.data()), size_t(n));
+      crc = crc32_update(crc, block.data(), size_t(n));
     }
     ::close(fd);
-    if (uint32_t(crc) != entry.crc32) fail(path, "checksum mismatch (corrupted)");
+    if (crc != entry.crc32) fail(path, "checksum mismatch (corrupted)");
   }
 }
 
@@ -206,7 +194,7 @@ FileEntry write_into_checkpoint(const std::string& bytes, const std::string& fol
   FileEntry e;
   e.rank = rank;
   e.bytes = bytes.size();
-  e.crc32 = uint32_t(::crc32_z(::crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+  e.crc32 = crc32_update(crc32_start(), bytes.data(), bytes.size());
   return e;
 }
 

@@ -32,6 +32,12 @@ std::vector<std::string> committed_checkpoints(const std::string& root);
 // did not finish)", "PATH: no such folder").
 std::string resolve_checkpoint(const std::string& root, const std::string& spec);
 
+// A checkpoint a user names (export, [model].projector): a checkpoint folder, or a folder of
+// step_* checkpoints (its newest committed one, as "latest"). InputError naming the path: no
+// such folder, not a folder, not a checkpoint (with `hint`: what else the caller accepts), or
+// shards without index.json ("not a committed checkpoint").
+std::string find_checkpoint(const std::string& path, const std::string& hint = "");
+
 // The commit: index.json.tmp written, fsynced, renamed to index.json, folder fsynced.
 void commit_index(const std::string& folder, const Index& index);
 

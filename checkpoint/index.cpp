@@ -20,12 +20,6 @@ struct DtypeSize {
 const DtypeSize kDtypeSizes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},
                                  {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}};
 
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 std::string crc_hex(uint32_t crc) {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", crc);
@@ -126,18 +120,18 @@ class Parser {
     for (const char* key : {"offset", "shape"}) {
       const auto& v = std::string(key) == "offset" ? c.offset : c.shape;
       if (v.size() != t.shape.size())
-        bad(member(field, key), ints_str(v) + " has " + std::to_string(v.size()) + " dimensions, the tensor " +
+        bad(member(field, key), shape_text(v) + " has " + std::to_string(v.size()) + " dimensions, the tensor " +
                                     std::to_string(t.shape.size()));
     }
     for (size_t d = 0; d < t.shape.size(); ++d)
       if (c.offset[d] > t.shape[d] || c.shape[d] > t.shape[d] - c.offset[d])
-        bad(member(field, "offset"), "box at " + ints_str(c.offset) + " of shape " + ints_str(c.shape) +
-                                         " goes outside the tensor's shape " + ints_str(t.shape));
+        bad(member(field, "offset"), "box at " + shape_text(c.offset) + " of shape " + shape_text(c.shape) +
+                                         " goes outside the tensor's shape " + shape_text(t.shape));
     const std::string range = "[" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")";
     const uint64_t need = uint64_t(volume(c.shape, field)) * uint64_t(elem_bytes);  // < 2^63
     if (c.end < c.begin || c.end - c.begin != need)
       bad(member(field, "end"), "byte range " + range + " does not hold the " + std::to_string(need) +
-                                    " bytes of shape " + ints_str(c.shape) + " of " + t.dtype);
+                                    " bytes of shape " + shape_text(c.shape) + " of " + t.dtype);
     if (c.end > file->second.bytes)
       bad(member(field, "end"), "byte range " + range + " goes beyond the " + std::to_string(file->second.bytes) +
                                     " bytes of \"" + c.file + "\"");
@@ -160,7 +154,7 @@ class Parser {
       t.chunks.push_back(chunk(chunks[i], f, t, elem_bytes, files));
       for (size_t k = 0; k < i; ++k)
         if (overlap(t.chunks[k], t.chunks[i]))
-          bad(f, "box at " + ints_str(t.chunks[i].offset) + " of shape " + ints_str(t.chunks[i].shape) +
+          bad(f, "box at " + shape_text(t.chunks[i].offset) + " of shape " + shape_text(t.chunks[i].shape) +
                      " overlaps chunks[" + std::to_string(k) + "]");
       covered += volume(t.chunks.back().shape, f);  // disjoint boxes in the tensor: no overflow
     }
@@ -179,7 +173,7 @@ class Parser {
   int64_t volume(const std::vector<int64_t>& shape, const std::string& field) const {
     int64_t v = 1;
     for (int64_t d : shape)
-      if (__builtin_mul_overflow(v, d, &v) || v > (int64_t(1) << 60)) bad(field, ints_str(shape) + " is too large");
+      if (__builtin_mul_overflow(v, d, &v) || v > (int64_t(1) << 60)) bad(field, shape_text(shape) + " is too large");
     return v;
   }
   static bool overlap(const Chunk& a, const Chunk& b) {
@@ -270,6 +264,12 @@ Index parse_index(const std::string& json_text, const std::string& path) {
   for (const auto& [key, v] : tensors.items())
     index.tensors[key] = p.tensor(v, Parser::quoted("tensors", key), index.files);
   return index;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 }  // namespace gt::ckpt

@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,37 +14,13 @@
 #include <torch/torch.h>
 
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/file_io.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "model/safetensors.hpp"
 
 namespace gt::ckpt {
 namespace {
-
-// crc32_z takes size_t lengths, but bounded blocks keep each call's pass over memory short.
-constexpr size_t kCrcBlockBytes = size_t(8) << 20;
-
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-uint32_t crc_update(uint32_t crc, const char* data, size_t n) {
-  for (size_t done = 0; done < n;) {
-    const size_t len = std::min(kCrcBlockBytes, n - done);
-    crc = uint32_t(::crc32_z(crc, reinterpret_cast<const Bytef*>(data + done), len));
-    done += len;
-  }
-  return crc;
-}
-
-// One write() for all of `data`, looping only over the partial writes the kernel may make.
-void write_all(int fd, const char* data, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail(path, errno_text("write failed"));
-    data += w;
-    n -= size_t(w);
-  }
-}
 
 struct Planned {
   const SavedTensor* saved;
@@ -110,17 +85,17 @@ WrittenShard write_shard(const std::string& folder, int rank, const std::vector<
 
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, errno_text("cannot create"));
-  uint32_t crc = uint32_t(::crc32_z(0L, Z_NULL, 0));
+  uint32_t crc = crc32_start();
   try {
     write_all(fd, prefix.data(), prefix.size(), path);
-    crc = crc_update(crc, prefix.data(), prefix.size());
+    crc = crc32_update(crc, prefix.data(), prefix.size());
     uint64_t at = data_start;
     for (const auto& it : items) {
       // One tensor at a time on the CPU, so a device-resident model is never copied whole.
       const torch::Tensor cpu = it.saved->data.to(torch::kCPU).contiguous();
       const char* bytes = static_cast<const char*>(cpu.data_ptr());
       write_all(fd, bytes, it.nbytes, path);
-      crc = crc_update(crc, bytes, it.nbytes);
+      crc = crc32_update(crc, bytes, it.nbytes);
       TensorEntry entry;
       entry.dtype = it.dtype;
       entry.shape = it.global_shape;
@@ -161,20 +136,8 @@ CheckpointReader::OpenFile& CheckpointReader::file(const std::string& name) {
   if (recorded == index_.files.end()) fail(path, "not listed in the index");  // parse_index prevents this
   const FileEntry& entry = recorded->second;
 
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT) fail(path, "missing");
-  if (fd < 0) fail(path, errno_text("cannot open"));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(path, errno_text("cannot stat"));
-  }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size != entry.bytes) {
-    ::close(fd);
-    fail(path, std::string(size < entry.bytes ? "truncated: " : "wrong size: ") + std::to_string(size) +
-                   " bytes, the index records " + std::to_string(entry.bytes));
-  }
+  const int fd = open_recorded_file(path, entry);
+  const uint64_t size = entry.bytes;
   auto open = std::make_unique<OpenFile>();
   if (size > 0) {
     // MAP_POPULATE: the kernel reads the whole file in at once with large requests, instead
@@ -192,7 +155,7 @@ CheckpointReader::OpenFile& CheckpointReader::file(const std::string& name) {
   // The check pass reads the file front to back: tell the kernel to read ahead far. Afterwards
   // boxes are copied out in any order, so back to normal paging.
   if (open->len) ::madvise(const_cast<char*>(open->addr), open->len, MADV_SEQUENTIAL);
-  const uint32_t crc = crc_update(uint32_t(::crc32_z(0L, Z_NULL, 0)), open->addr, open->len);
+  const uint32_t crc = crc32_update(crc32_start(), open->addr, open->len);
   if (open->len) ::madvise(const_cast<char*>(open->addr), open->len, MADV_NORMAL);
   if (crc != entry.crc32) fail(path, "checksum mismatch (corrupted)");
   bytes_read_ += size;

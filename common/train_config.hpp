@@ -28,7 +28,8 @@ struct TrainConfig {
   std::string dtype = "fp32";  // fp32 | bf16
   // GraphGPT stages: the graph encoder's weights ("" = fresh, seeded; a safetensors file or a
   // torch.save'd dict, tensors under graph_encoder_prefix, e.g. "gnn." in the CLIP file) and
-  // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin).
+  // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin, or
+  // from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
   std::string graph_encoder, graph_encoder_prefix, projector;
 
   // [data]

@@ -24,9 +24,6 @@ namespace gt {
 
 namespace {
 
-// The <g_start>/<g_end> rows in checkpoints ([2, dim]).
-const char* const kTokenRowsName = "model.graph_token_rows";
-
 // Parameters per decoder layer, and those stage 0 and the last stage hold besides: what the
 // balanced partition weighs.
 struct StageWeights {
@@ -56,7 +53,7 @@ std::map<std::string, std::vector<int64_t>> checkpointed_shapes(GraphGpt& model)
   for (auto& [name, p] : model->llm->named_weights()) shapes[name] = p.sizes().vec();
   for (auto& [name, p] : model->encoder->named_weights()) shapes["model.graph_tower." + name] = p.sizes().vec();
   for (auto& [name, p] : model->projector->named_weights()) shapes[name] = p.sizes().vec();
-  shapes[kTokenRowsName] = model->graph_token_rows().sizes().vec();
+  shapes[kGraphTokenRowsName] = model->graph_token_rows().sizes().vec();
   return shapes;
 }
 
@@ -72,7 +69,7 @@ std::vector<CheckpointedTensor> checkpointed_tensors(GraphGpt& model, const Para
       torch::Tensor mine = !tp_projector ? p : weight ? tp_projector->weight() : tp_projector->bias();
       held.push_back({name, mine, split, true});
     }
-    held.push_back({kTokenRowsName, model->graph_token_rows(), -1, cfg.trainable == "graphgpt"});
+    held.push_back({kGraphTokenRowsName, model->graph_token_rows(), -1, cfg.trainable == "graphgpt"});
     for (auto& [name, p] : model->encoder->named_weights()) held.push_back({"model.graph_tower." + name, p, -1, false});
   }
   for (auto& [name, p] : model->llm->named_weights()) {

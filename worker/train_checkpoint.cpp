@@ -36,12 +36,6 @@ std::vector<int64_t> global_shape(const CheckpointedTensor& t, int tp) {
   return s;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // Every rank's string, in rank order (the shards' descriptions travel to the rank that commits).
 std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& mine) {
   auto len = torch::tensor({static_cast<int64_t>(mine.size())}, torch::kInt64);
@@ -115,6 +109,7 @@ std::map<std::string, std::string> checkpoint_config(const TrainConfig& c) {
       {"training.max_grad_norm", number(c.max_grad_norm)},
       {"model.path", c.model_path},
       {"model.dtype", c.dtype},
+      {"model.tokenizer", c.tokenizer},
       {"optimizer.lr", number(c.lr)},
       {"optimizer.weight_decay", number(c.weight_decay)},
       {"optimizer.beta1", number(c.beta1)},
@@ -128,7 +123,6 @@ std::map<std::string, std::string> checkpoint_config(const TrainConfig& c) {
       for (auto [key, v] : {std::pair{"dim", c.dim}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
                             {"n_kv_heads", c.n_kv_heads}, {"hidden_dim", c.hidden_dim}, {"vocab_size", c.vocab_size}})
         m[std::string("model.") + key] = std::to_string(v);
-      m["model.tokenizer"] = c.tokenizer;
     }
     m["training.seq_len"] = std::to_string(c.seq_len);
     m["data.source"] = c.source;
@@ -139,6 +133,8 @@ std::map<std::string, std::string> checkpoint_config(const TrainConfig& c) {
     m["data.max_len"] = std::to_string(c.max_len);
     m["data.template"] = c.chat_template;
     m["model.graph_encoder"] = c.graph_encoder;
+    m["model.graph_encoder_prefix"] = c.graph_encoder_prefix;
+    m["data.features"] = c.features;
   }
   return m;
 }
@@ -161,7 +157,7 @@ ResumePoint find_resume_point(const TrainConfig& cfg) {
 
 std::string model_fingerprint(const std::map<std::string, std::vector<int64_t>>& shapes) {
   std::string s;
-  for (const auto& [name, shape] : shapes) s += name + shape_str(shape) + ";";
+  for (const auto& [name, shape] : shapes) s += name + ckpt::shape_text(shape) + ";";
   return sha256_hex(s);
 }
 
@@ -192,8 +188,8 @@ int64_t TrainCheckpoint::resume() {
     }
     const std::vector<int64_t> shape = global_shape(t, tp);
     if (index.tensors.at(key).shape != shape)
-      fail(where, "tensor \"" + key + "\" has shape " + shape_str(index.tensors.at(key).shape) + ", this job's is " +
-                      shape_str(shape));
+      fail(where, "tensor \"" + key + "\" has shape " + ckpt::shape_text(index.tensors.at(key).shape) + ", this job's is " +
+                      ckpt::shape_text(shape));
     const ckpt::Box box = ckpt::tp_box(shape, t.tp_dim, rt_.coord.tp, tp);
     t.tensor.copy_(reader.read(key, box));
     const std::string optim = "optim/" + t.name;

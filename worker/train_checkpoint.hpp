@@ -29,6 +29,12 @@ namespace gt {
 
 struct ParallelRuntime;
 
+// The <g_start>/<g_end> rows' name in a graph stage's checkpoints ([2, dim]); the projector's
+// are kGraphProjectorWeight and kGraphProjectorBias (model/graph_projector.hpp).
+inline constexpr const char* kGraphTokenRowsName = "model.graph_token_rows";
+// The key a weight is saved under.
+inline std::string weight_key(const std::string& name) { return "model/" + name; }
+
 struct CheckpointedTensor {
   std::string name;        // global name: "model.graph_projector.weight", "model.layers.3.mlp..."
   at::Tensor tensor;       // this rank's: the whole weight, or its tensor-parallel slice

@@ -10,39 +10,15 @@
 #   run resumed from it ends where the uninterrupted one did;
 # - keep_latest, save_frozen, and each kind of damage: one line naming the file, exit 2.
 source "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-W=${GRAPHTUNE_WORKER:?set by ctest}
-PY=${GRAPHTUNE_PYTHON:-python3}
-CFG=$ROOT/configs/lm.toml
-READ=$ROOT/tests/read_checkpoint.py
-if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
 need_mpirun 300
-
-"$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
-  --job.out_dir "$TMP/base" 2>/dev/null
-"$GT" data build --graph embedded --task graph_matching --split train --max-nodes 3 --max-records 60 \
-  --out "$TMP/gm.json" 2>/dev/null
-check "the frozen LLM and the records exist" test -s "$TMP/base/model/model.safetensors" -a -s "$TMP/gm.json"
+train_fixture 60
+READ=$ROOT/tests/read_checkpoint.py
 
 GRAPH=(--model.path "$TMP/base/model" --training.stage graph_matching --data.instructions "$TMP/gm.json"
        --data.max_len 1024 --data.num_workers 0 --training.steps 6 --training.batch_size 8 --training.log_every 1
        --training.threads 1 --optimizer.lr 1e-2 --checkpoint.every 2)
 LM=(--training.steps 6 --training.batch_size 8 --training.seq_len 32 --training.log_every 1 --training.threads 1
     --checkpoint.every 2)
-
-# run NAME NP ARGS...: one job into $TMP/NAME; exit code kept in rc.
-run() {
-  local name=$1 np=$2; shift 2
-  local start=$(date +%s)
-  if [ "$np" -eq 1 ]; then
-    "$W" train --config "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  else
-    "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  fi
-  rc=$?
-  echo "     ($name: $np ranks, exit $rc, $(($(date +%s) - start)) s)"
-  return $rc
-}
 
 # resumed_from REF NAME STEP: NAME's checkpoint folder starts as a copy of REF's up to STEP.
 resumed_from() {

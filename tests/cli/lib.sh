@@ -65,3 +65,36 @@ run_timed() {
 }
 faster_than() { [ "$ms" -lt $(($1 * 1000)) ]; }
 ended_with_failure() { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; }  # 124: `timeout` had to end it
+
+# train_fixture RECORDS: what the training tests tune, in $TMP: base/ (a frozen LLM: 20 steps of
+# stage lm on configs/lm.toml) and gm.json (RECORDS graph_matching records of the embedded
+# graph). Sets ROOT, W (the worker), PY and CFG; skips (77) without safetensors/numpy.
+train_fixture() {
+  ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  W=${GRAPHTUNE_WORKER:?set by ctest}
+  PY=${GRAPHTUNE_PYTHON:-python3}
+  CFG=$ROOT/configs/lm.toml
+  if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
+  "$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
+    --job.out_dir "$TMP/base" 2>/dev/null
+  "$GT" data build --graph embedded --task graph_matching --split train --max-nodes 3 --max-records "$1" \
+    --out "$TMP/gm.json" 2>/dev/null
+  check "the frozen LLM and the records exist" test -s "$TMP/base/model/model.safetensors" -a -s "$TMP/gm.json"
+}
+
+# run NAME NP ARGS...: `graphtune-worker train` on $CFG with ARGS into $TMP/NAME, one process or
+# NP ranks under $MPIRUN; stdout and stderr in $TMP/NAME.out and .err, the exit code in rc (and
+# returned), the time logged, the end of stderr shown when it failed.
+run() {
+  local name=$1 np=$2; shift 2
+  local start=$(date +%s)
+  if [ "$np" -eq 1 ]; then
+    "$W" train --config "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  else
+    "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
+  fi
+  rc=$?
+  echo "     ($name: $np ranks, exit $rc, $(($(date +%s) - start)) s)"
+  [ "$rc" -eq 0 ] || sed 's/^/    stderr: /' "$TMP/$name.err" | tail -5
+  return $rc
+}

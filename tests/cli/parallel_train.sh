@@ -8,41 +8,16 @@
 # dp=2 x pp=2. Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a
 # rank killed mid-step.
 source "$(dirname "$0")/lib.sh"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-W=${GRAPHTUNE_WORKER:?set by ctest}
-PY=${GRAPHTUNE_PYTHON:-python3}
-CFG=$ROOT/configs/lm.toml
-if ! "$PY" -c "import safetensors, numpy" 2>/dev/null; then echo "SKIP: $PY lacks safetensors/numpy"; exit 77; fi
 need_mpirun 300
-
-# The LLM the graph stage freezes: 20 steps of stage lm. Both jobs below clip the gradient to
-# below its norm (2e-5 here, 1.0 in stage lm), so the global norm must be right too.
-"$GT" train --config "$CFG" --model.max_seq_len 1024 --training.steps 20 --training.log_every 10 \
-  --job.out_dir "$TMP/base" 2>/dev/null
-"$GT" data build --graph embedded --task graph_matching --split train --max-nodes 3 --max-records 40 \
-  --out "$TMP/gm.json" 2>/dev/null
-check "the frozen LLM and the records exist" test -s "$TMP/base/model/model.safetensors" -a -s "$TMP/gm.json"
+# The LLM the graph stage freezes. Both jobs below clip the gradient to below its norm (2e-5
+# here, 1.0 in stage lm), so the global norm must be right too.
+train_fixture 40
 
 GRAPH=(--model.path "$TMP/base/model" --training.stage graph_matching --data.instructions "$TMP/gm.json"
        --data.max_len 1024 --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1
        --training.threads 1 --optimizer.lr 1e-2 --training.max_grad_norm 2e-5)
 LM=(--training.steps 3 --training.batch_size 8 --training.seq_len 32 --training.log_every 1 --training.threads 1
     --training.max_grad_norm 1.0)
-
-# run NAME NP ARGS...: one job, its exit code and seconds logged.
-run() {
-  local name=$1 np=$2; shift 2
-  local start=$(date +%s)
-  if [ "$np" -eq 1 ]; then
-    "$W" train --config "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  else
-    "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  fi
-  local rc=$?
-  echo "     ($name: $np ranks, exit $rc, $(($(date +%s) - start)) s)"
-  [ "$rc" -eq 0 ] || sed 's/^/    stderr: /' "$TMP/$name.err" | tail -5
-  return $rc
-}
 
 # same NAME REF FILES...: losses per step and the named safetensors files agree within rtol 1e-5.
 same() {
