@@ -50,6 +50,7 @@ void add_worker_commands(CLI::App& app, int& /*exit_code*/, int argc, char** arg
       {"train", "train from a TOML config (stage lm: causal language modelling)"},
       {"eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)"},
       {"convert", "convert model weights between llama2.c and Hugging Face folders"},
+      {"export", "write a training checkpoint as a Hugging Face folder or GraphGPT's stage files"},
   };
   for (const auto& s : subs) {
     CLI::App* sub = app.add_subcommand(s.name, s.help);

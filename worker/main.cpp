@@ -21,6 +21,7 @@ static int worker_main(int argc, char** argv) {
   gt::add_train_command(app, exit_code);
   gt::add_eval_command(app, exit_code);
   gt::add_convert_commands(app, exit_code);
+  gt::add_export_command(app, exit_code);
   int rc = gt::parse_command_line(app, argc, argv);
   return rc >= 0 ? rc : exit_code;
 }

@@ -1,0 +1,266 @@
+// graphtune export: a training checkpoint -> the files a finished run writes, so a run stopped
+// (or a checkpoint picked from the middle of one) can be used without training to the end.
+//   stage lm:                 DIR is a Hugging Face folder (fp32) with the run's tokenizer;
+//   graph_matching / task:    DIR holds GraphGPT's stage files (graph_projector.bin, ...) and
+//                             DIR/model, the LLM with the trained <g_start>/<g_end> rows merged
+//                             into its embedding, with the tokenizer those ids belong to.
+// Every shard's checksum is verified before anything is written, and DIR appears whole or not
+// at all (common/staged_folder.hpp).
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/shard_file.hpp"
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/staged_folder.hpp"
+#include "common/train_config.hpp"
+#include "model/hf_folder.hpp"
+#include "model/load_model.hpp"
+#include "model/model_presets.hpp"
+#include "model/tokenizer.hpp"
+#include "worker/commands.hpp"
+#include "worker/graphgpt_setup.hpp"
+#include "worker/mixed_precision.hpp"
+#include "worker/train_checkpoint.hpp"
+
+namespace gt {
+
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint, out;
+  bool overwrite = false;
+};
+
+const std::string kTokenRowsKey = weight_key(kGraphTokenRowsName);
+
+bool is_graph_stage(const std::string& stage) { return stage == "graph_matching" || stage == "task"; }
+
+std::string config_value(const ckpt::Index& index, const std::string& key, const std::string& fallback) {
+  auto it = index.config.find(key);
+  return it == index.config.end() ? fallback : it->second;
+}
+
+void copy_file(const std::string& from, const std::string& to) { write_file_atomic(to, read_file(from)); }
+
+// ---- stage lm ----------------------------------------------------------------------------
+
+// The tokenizer the run read its text with, into the folder, by the rules the run's own output
+// follows (worker/lm_stage.cpp): a SentencePiece model as tokenizer.model, the byte and llama2.c
+// tokenizers as llama2.c's tokenizer.bin. Returns what was written, for the summary.
+std::string write_lm_tokenizer(const std::string& checkpoint, const ckpt::Index& index, const std::string& dir) {
+  if (index.files.count("tokenizer.model")) {  // [model].tokenizer = "train": the checkpoint carries it
+    copy_file(join_path(checkpoint, "tokenizer.model"), join_path(dir, "tokenizer.model"));
+    return "tokenizer.model (trained by the run)";
+  }
+  const std::string model_path = config_value(index, "model.path", "");
+  const std::string setting = config_value(index, "model.tokenizer", "auto");
+  if (setting != "auto") {  // a tokenizer file the run named
+    if (!path_exists(setting)) {
+      std::fprintf(stderr, "graphtune: export: no tokenizer written: the run's [model].tokenizer %s is gone\n",
+                   setting.c_str());
+      return "none";
+    }
+    if (ends_with(setting, ".model")) {
+      copy_file(setting, join_path(dir, "tokenizer.model"));
+      return "tokenizer.model";
+    }
+    save_llama2c_tokenizer(*load_tokenizer(setting), join_path(dir, "tokenizer.bin"));
+    return "tokenizer.bin";
+  }
+  if (model_path.empty()) {  // a fresh model on the built-in byte tokenizer
+    save_llama2c_tokenizer(*byte_tokenizer(), join_path(dir, "tokenizer.bin"));
+    return "tokenizer.bin (the built-in byte tokenizer)";
+  }
+  const std::string resolved = resolve_model_path(model_path, join_path(checkpoint, "index.json") + ": model.path");
+  if (is_directory(resolved)) {
+    std::string written;
+    // tokenizer.bin too: how graphtune ships a byte or llama2.c tokenizer in a model folder.
+    for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                             "tokenizer.bin"})
+      if (path_exists(join_path(resolved, name))) {
+        copy_file(join_path(resolved, name), join_path(dir, name));
+        written += (written.empty() ? "" : ", ") + std::string(name);
+      }
+    if (written.empty())
+      std::fprintf(stderr, "graphtune: export: no tokenizer written: the run's model folder %s holds none\n",
+                   resolved.c_str());
+    return written.empty() ? "none" : written;
+  }
+  std::fprintf(stderr,
+               "graphtune: export: no tokenizer written: the run's model %s is a %s, whose vocabulary is no Hugging "
+               "Face tokenizer file (give `graphtune generate --tokenizer` the one the run used)\n",
+               model_path.c_str(), ends_with(resolved, ".gguf") ? "GGUF file" : "llama2.c file");
+  return "none";
+}
+
+void export_lm(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
+  const LlamaConfig mc = read_hf_config(checkpoint);  // the checkpoint's config.json
+  std::map<std::string, torch::Tensor> weights;
+  ckpt::CheckpointReader reader(checkpoint);
+  for (const auto& [key, entry] : index.tensors)
+    if (key.rfind("model/", 0) == 0) weights[key.substr(6)] = reader.read(key).to(torch::kFloat32);
+  // save_hf_folder stages its own folder: here, onto the empty one this export stages.
+  save_hf_folder(out.path(), mc, weights, "fp32", /*max_shard_bytes=*/0, /*overwrite=*/true);
+  const std::string tok = write_lm_tokenizer(checkpoint, index, out.path());
+  std::fprintf(stderr, "graphtune: export: stage lm, %zu tensors, tokenizer: %s\n", weights.size(), tok.c_str());
+}
+
+// ---- stages graph_matching / task --------------------------------------------------------
+
+// The job config the run had, as far as building its model needs: what the index records.
+// Relative paths are as the run was given them (run export from the same folder).
+TrainConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) {
+  TrainConfig cfg;
+  cfg.path = join_path(checkpoint, "index.json");
+  cfg.stage = index.stage;
+  cfg.model_path = config_value(index, "model.path", "");
+  cfg.dtype = config_value(index, "model.dtype", cfg.dtype);
+  cfg.tokenizer = config_value(index, "model.tokenizer", cfg.tokenizer);
+  cfg.graph_encoder = config_value(index, "model.graph_encoder", "");
+  cfg.graph_encoder_prefix = config_value(index, "model.graph_encoder_prefix", "");
+  cfg.graph = config_value(index, "data.graph", cfg.graph);
+  cfg.features = config_value(index, "data.features", "");
+  cfg.max_len = std::stoll(config_value(index, "data.max_len", std::to_string(cfg.max_len)));
+  cfg.seed = std::stoll(config_value(index, "training.seed", std::to_string(cfg.seed)));  // a fresh encoder's
+  if (cfg.model_path.empty()) fail(cfg.path, "records no model.path: cannot rebuild the graph stage's LLM");
+  return cfg;
+}
+
+// The added tokens' ids beyond the base vocabulary, as Hugging Face's added_tokens.json spells them.
+nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (int32_t id = 0; id < tok.vocab_size(); ++id)
+    if (tok.is_added_token(id)) j[tok.id_to_piece(id)] = id;
+  return j;
+}
+
+// The merged model's tokenizer: the LLM's, grown by GraphGPT's three tokens exactly as the
+// trainer and eval grow it (build_graphgpt), so that the ids match the embedding rows.
+//   SentencePiece: tokenizer.model with added_tokens.json (how transformers' save_pretrained
+//     stores added tokens), and tokenizer.bin, llama2.c's format with the added pieces, for
+//     `graphtune generate --tokenizer` (graphtune does not read added_tokens.json);
+//   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
+//   llama2.c / byte tokenizers: tokenizer.bin with the added pieces.
+std::string write_graph_tokenizer(const TrainConfig& cfg, const Tokenizer& tok, const std::string& dir) {
+  const std::string source = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": model.tokenizer");
+  const std::string folder = parent_path(source);
+  auto copy_beside = [&](const char* name) {
+    if (path_exists(join_path(folder, name))) copy_file(join_path(folder, name), join_path(dir, name));
+  };
+  if (ends_with(source, ".model")) {
+    copy_file(source, join_path(dir, "tokenizer.model"));
+    copy_beside("tokenizer_config.json");
+    copy_beside("special_tokens_map.json");
+    write_file_atomic(join_path(dir, "added_tokens.json"), added_tokens(tok).dump(2) + "\n");
+    save_llama2c_tokenizer(tok, join_path(dir, "tokenizer.bin"));
+    return "tokenizer.model + added_tokens.json, tokenizer.bin";
+  }
+  if (ends_with(source, ".json")) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(read_file(source));
+    const nlohmann::ordered_json added = added_tokens(tok);
+    for (const auto& [piece, id] : added.items())
+      j["added_tokens"].push_back({{"id", id}, {"content", piece}, {"single_word", false}, {"lstrip", false},
+                                   {"rstrip", false}, {"normalized", false}, {"special", true}});
+    write_file_atomic(join_path(dir, "tokenizer.json"), j.dump(2) + "\n");
+    copy_beside("tokenizer_config.json");
+    copy_beside("special_tokens_map.json");
+    return "tokenizer.json with the graph tokens added";
+  }
+  if (ends_with(source, ".gguf")) {
+    std::fprintf(stderr,
+                 "graphtune: export: no tokenizer written to %s: the LLM's vocabulary is in %s, which no "
+                 "tokenizer file here can hold with the graph tokens added\n",
+                 dir.c_str(), source.c_str());
+    return "none";
+  }
+  save_llama2c_tokenizer(tok, join_path(dir, "tokenizer.bin"));
+  return "tokenizer.bin with the graph tokens added";
+}
+
+void export_graph_stage(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
+  TrainConfig cfg = graph_config(checkpoint, index);
+  // The LLM (with GraphGPT's tokens added), the encoder as the run had them; the projector and
+  // the token rows from the checkpoint, read whole whatever layout saved them. Built in fp32:
+  // the merged LLM keeps the model's own weights, not a bf16 run's rounded working copy.
+  cfg.projector = checkpoint;
+  const std::string run_dtype = cfg.dtype;
+  cfg.dtype = "fp32";
+  GraphGptSetup s = build_graphgpt(cfg);
+  GraphGpt& model = s.model;
+
+  // The merged LLM in fp32 (the token rows are fp32 master weights, which a bf16 table would round).
+  torch::NoGradGuard ng;
+  const GraphTokenIds& ids = model->token_ids();
+  torch::Tensor table = model->merged_embedding().to(torch::kFloat32);
+  table[ids.start].copy_(model->graph_token_rows()[0]);
+  table[ids.end].copy_(model->graph_token_rows()[1]);
+  std::map<std::string, torch::Tensor> weights;
+  for (auto& [name, p] : model->llm->named_weights())
+    weights[name] = name == "model.embed_tokens.weight" ? table : p.detach().to(torch::kFloat32);
+  const std::string merged = join_path(out.path(), "model");
+  save_hf_folder(merged, model->llm->config(), weights, "fp32");
+  const std::string tok = write_graph_tokenizer(cfg, *s.tokenizer, merged);
+  // The stage files as the run wrote them: a bf16 run stored its frozen encoder in bf16
+  // (build_graphgpt), and graph_encoder.safetensors holds those values, widened.
+  if (is_bf16(run_dtype)) store_frozen_in_bf16(*model);
+  save_graph_stage_outputs(model, out.path());
+  std::fprintf(stderr, "graphtune: export: stage %s (%s), LLM %s with <g_start>/<g_end> %s; vocabulary %lld; tokenizer: %s\n",
+               index.stage.c_str(), index.tensors.count(kTokenRowsKey) ? "projector and token rows" : "projector",
+               cfg.model_path.c_str(), index.tensors.count(kTokenRowsKey) ? "trained" : "as initialised",
+               static_cast<long long>(model->llm->config().vocab_size), tok.c_str());
+}
+
+int run_export(const ExportArgs& a) {
+  const std::string checkpoint = ckpt::find_checkpoint(a.checkpoint);
+  const ckpt::Index index = ckpt::read_index(checkpoint);
+  if (index.stage != "lm" && !is_graph_stage(index.stage))
+    fail(join_path(checkpoint, "index.json"), "a checkpoint of stage " + index.stage +
+                                                  ", which export does not write (lm, graph_matching, task)");
+  // An existing DIR is replaced only with --overwrite, and only if it is an earlier export.
+  ReplaceRule rule;
+  rule.overwrite = a.overwrite;
+  rule.empty_needs_overwrite = true;
+  rule.marker_file = index.stage == "lm" ? "config.json" : "graph_projector.bin";
+  rule.kind = index.stage == "lm" ? "model folder" : "graph stage's output folder";
+  StagedFolder::check(a.out, rule);
+  ckpt::verify_files(checkpoint, index);  // every byte checked before anything is written
+
+  StagedFolder out(a.out, rule);
+  if (index.stage == "lm") {
+    export_lm(checkpoint, index, out);
+  } else {
+    export_graph_stage(checkpoint, index, out);
+  }
+  out.commit();
+  std::fprintf(stderr, "graphtune: exported %s (step %lld of %lld) to %s\n", checkpoint.c_str(),
+               static_cast<long long>(index.step), static_cast<long long>(index.total_steps), out.dir().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ExportArgs>();
+  CLI::App* sub = app.add_subcommand("export", "write a training checkpoint as the files a finished run writes");
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "a checkpoint folder (step_N), or a folder of them (its newest committed one)")
+      ->required();
+  sub->add_option("--out", a->out,
+                  "folder to create, whole or not at all: a Hugging Face folder (stage lm) or GraphGPT's stage files "
+                  "with the merged model in OUT/model (graph_matching, task)")
+      ->required();
+  sub->add_flag("--overwrite", a->overwrite, "replace --out if it is an earlier export");
+  sub->callback([a, &exit_code] { exit_code = run_export(*a); });
+}
+
+}  // namespace gt
