@@ -181,7 +181,7 @@ int64_t TrainCheckpoint::resume() {
   const int tp = rt_.shape.tp;
   torch::NoGradGuard ng;
   for (const CheckpointedTensor& t : tensors_) {
-    const std::string key = "model/" + t.name;
+    const std::string key = weight_key(t.name);
     if (!reader.contains(key)) {
       if (t.trainable) fail(rp.folder, "has no tensor \"" + key + "\", which this job trains");
       continue;  // a frozen weight the run did not save: it came from [model], as it does now
@@ -279,7 +279,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
     if (ordinal++ % holders != me) continue;
     const std::vector<int64_t> shape = global_shape(t, tp);
     const ckpt::Box box = ckpt::tp_box(shape, t.tp_dim, rt_.coord.tp, tp);
-    mine.push_back({"model/" + t.name, t.tensor.detach(), shape, box.offset});
+    mine.push_back({weight_key(t.name), t.tensor.detach(), shape, box.offset});
     if (!t.trainable || !opt) continue;
     auto it = opt->state().find(t.tensor.unsafeGetTensorImpl());
     if (it == opt->state().end()) continue;  // no step taken yet
