@@ -154,36 +154,25 @@ void k_scale_min(const uint8_t* s, int j, int& sc, int& mn) {
   }
 }
 
-void q4_k(const uint8_t* b, float* y) {
+// Q4_K and Q5_K share their layout: d, dmin, 12 bytes of 6-bit scales and mins, then (Q5_K
+// only) 32 bytes of fifth bits, then the 4-bit quants. qh null: Q4_K.
+void k_quant_4_or_5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float* y) {
   const float d = half_at(b), dmin = half_at(b + 2);
   const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
   for (int j = 0; j < 8; ++j) {
     int sc, mn;
     k_scale_min(scales, j, sc, mn);
     const float dj = d * float(sc), mj = dmin * float(mn);
     for (int l = 0; l < 32; ++l) {
-      const int q = (qs[(j / 2) * 32 + l] >> (4 * (j % 2))) & 0x0F;
+      int q = (qs[(j / 2) * 32 + l] >> (4 * (j % 2))) & 0x0F;
+      if (qh) q |= ((qh[l] >> j) & 1) << 4;
       y[j * 32 + l] = dj * float(q) - mj;
     }
   }
 }
 
-void q5_k(const uint8_t* b, float* y) {
-  const float d = half_at(b), dmin = half_at(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* qs = b + 48;
-  for (int j = 0; j < 8; ++j) {
-    int sc, mn;
-    k_scale_min(scales, j, sc, mn);
-    const float dj = d * float(sc), mj = dmin * float(mn);
-    for (int l = 0; l < 32; ++l) {
-      const int q = ((qs[(j / 2) * 32 + l] >> (4 * (j % 2))) & 0x0F) | ((qh[l] >> j) & 1) << 4;
-      y[j * 32 + l] = dj * float(q) - mj;
-    }
-  }
-}
+void q4_k(const uint8_t* b, float* y) { k_quant_4_or_5(b, nullptr, b + 16, y); }
+void q5_k(const uint8_t* b, float* y) { k_quant_4_or_5(b, b + 16, b + 48, y); }
 
 // Layout: ql[128] (low 4 bits), qh[64] (high 2 bits), sixteen int8 scales, d.
 void q6_k(const uint8_t* b, float* y) {
