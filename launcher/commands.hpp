@@ -8,6 +8,7 @@ namespace gt {
 // Subcommands the launcher serves itself (no libtorch).
 void add_tokenize_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
+void add_plan_command(CLI::App& app, int& exit_code);  // memory per GPU per layout (plan_command.cpp)
 
 // Subcommands that run in graphtune-worker: the arguments are passed through unchanged.
 void add_worker_commands(CLI::App& app, int& exit_code, int argc, char** argv);

@@ -12,6 +12,7 @@ static int launcher_main(int argc, char** argv) {
   gt::add_worker_commands(app, exit_code, argc, argv);
   gt::add_tokenize_command(app, exit_code);
   gt::add_data_command(app, exit_code);
+  gt::add_plan_command(app, exit_code);
   int rc = gt::parse_command_line(app, argc, argv);
   return rc >= 0 ? rc : exit_code;
 }

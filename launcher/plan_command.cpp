@@ -1,0 +1,186 @@
+// graphtune plan: how much memory a training job needs per GPU (or per CPU rank), for every
+// dp x pp x tp layout of the devices, and which layout to use (launcher/memory_plan.hpp).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "common/train_config.hpp"
+#include "launcher/commands.hpp"
+#include "launcher/memory_plan.hpp"
+
+namespace gt {
+
+namespace {
+
+struct PlanOptions {
+  std::string config, model, gpus, device = "gpu", stage = "graph_matching", dtype = "bf16", schedule = "1f1b";
+  int64_t seq = 2048, micro_batch = 1, microbatches = 1;
+  int ranks = 0;
+  bool checkpointing = false;
+};
+
+// The job a config describes, and the layout it asks for (dp, pp, tp).
+PlanJob job_from_config(const TrainConfig& cfg, Layout& layout) {
+  PlanJob job;
+  const bool graph = cfg.stage == "graph_matching" || cfg.stage == "task";
+  if (!cfg.model_path.empty()) {
+    job.model = resolve_model(cfg.model_path);
+    job.weights_from_file = true;
+  } else {
+    // The fresh model of [model]; its vocabulary is the tokenizer's: the built-in byte
+    // tokenizer's 259 pieces, or [model].vocab_size for one trained on the job's texts.
+    job.model.name = "fresh [model] of " + (cfg.path.empty() ? std::string("the defaults") : cfg.path);
+    job.model.dim = cfg.dim, job.model.n_layers = cfg.n_layers, job.model.n_heads = cfg.n_heads;
+    job.model.n_kv_heads = cfg.n_kv_heads, job.model.hidden_dim = cfg.hidden_dim;
+    job.model.vocab_size = cfg.tokenizer == "train" ? cfg.vocab_size : 259;
+    job.model.tied = true;
+  }
+  job.stage = cfg.stage;
+  // Stage lm's windows are seq_len + 1 tokens (the last one is the last position's label);
+  // the graph stages pad a batch to its longest record, at most max_len: the bound is planned.
+  job.seq = graph ? cfg.max_len : cfg.seq_len + 1;
+  layout = Layout{static_cast<int>(cfg.dp), static_cast<int>(cfg.pp), static_cast<int>(cfg.tp)};
+  job.microbatches = cfg.microbatches;
+  const int64_t split = cfg.dp * cfg.microbatches;
+  if (cfg.batch_size % split != 0)
+    fail(cfg.path + ": [training].batch_size", std::to_string(cfg.batch_size) + " does not split into dp x microbatches = " +
+                                                   std::to_string(split) + " equal micro-batches");
+  job.micro_batch = cfg.batch_size / split;
+  job.bf16 = cfg.dtype == "bf16";
+  job.checkpointing = cfg.activation_checkpointing;
+  job.trainable = cfg.trainable;
+  job.schedule = cfg.schedule;
+  return job;
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+void print_layout(const LayoutPlan& p, const PlanJob& job, const Devices& d, bool mark) {
+  auto size = [&](double b) { return d.cpu ? mib(b) : gib(b); };
+  std::printf("%slayout dp %d pp %d tp %d:", mark ? "* " : "  ", p.layout.dp, p.layout.pp, p.layout.tp);
+  if (d.cpu) std::printf(" peak %s per rank\n", size(p.peak).c_str());
+  else if (p.fits) std::printf(" fits, %s free on the fullest GPU\n", size(p.margin).c_str());
+  else std::printf(" does not fit by %s\n", size(-p.margin).c_str());
+  for (const RankMemory& r : p.stages) {
+    std::printf("    stage %d (layers [%lld, %lld), %d micro-batch%s in flight): weights %s", r.stage,
+                static_cast<long long>(r.first_layer), static_cast<long long>(r.last_layer), r.in_flight,
+                r.in_flight == 1 ? "" : "es", size(r.weights + r.autocast_copies).c_str());
+    std::printf(" | activations %s (with checkpointing %s, without %s)", size(r.activations).c_str(),
+                size(r.activations_ckpt).c_str(), size(r.activations_full).c_str());
+    std::printf(" | %lld trainable: grads %s, AdamW %s | comm %s | runtime %s | allocator %s",
+                static_cast<long long>(r.trainable_params), size(r.grads).c_str(), size(r.optimizer).c_str(),
+                size(r.comm).c_str(), size(r.overhead).c_str(), size(r.allocator).c_str());
+    if (d.cpu) std::printf(" | building %s", size(r.setup_peak).c_str());
+    std::printf(" | total %s\n", size(r.total).c_str());
+  }
+  (void)job;
+}
+
+int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
+  PlanJob job;
+  Layout asked{0, 0, 0};
+  std::vector<std::string> rest;
+  auto overrides = take_overrides(extra, rest);
+  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+  if (!o.config.empty()) {
+    job = job_from_config(read_train_config(o.config, overrides, ConfigUse::kTrain), asked);
+  } else {
+    if (!overrides.empty()) fail("command line", "--section.key overrides need a config (-c FILE)");
+    if (o.model.empty()) fail("plan", "--model PRESET|FOLDER|FILE.bin or -c CONFIG is required");
+    job.model = resolve_model(o.model);
+    job.weights_from_file = true;
+    job.stage = o.stage;
+    job.seq = o.seq;
+    job.micro_batch = o.micro_batch;
+    job.microbatches = o.microbatches;
+    if (o.dtype != "bf16" && o.dtype != "fp32") fail("--dtype", "must be bf16 or fp32 (got '" + o.dtype + "')");
+    job.bf16 = o.dtype == "bf16";
+    job.checkpointing = o.checkpointing;
+    job.schedule = o.schedule;
+  }
+  check_plan_job(job);
+
+  Devices d;
+  if (o.device == "cpu") {
+    d.cpu = true;
+    d.count = o.ranks > 0 ? o.ranks : (asked.dp > 0 ? asked.dp * asked.pp * asked.tp : 1);
+  } else if (o.device == "gpu") {
+    if (o.gpus.empty()) fail("plan", "--gpus COUNTxSIZE (e.g. 2x24GB) or --device cpu is required");
+    d = parse_gpus(o.gpus);
+  } else {
+    fail("--device", "must be gpu or cpu (got '" + o.device + "')");
+  }
+
+  std::printf("graphtune plan: %s (%.3f B parameters: dim %lld, %lld layers, %lld heads, %lld kv heads, hidden %lld, "
+              "vocab %lld%s)\n",
+              job.model.name.c_str(), static_cast<double>(job.model.total_params()) / 1e9,
+              static_cast<long long>(job.model.dim), static_cast<long long>(job.model.n_layers),
+              static_cast<long long>(job.model.n_heads), static_cast<long long>(job.model.n_kv_heads),
+              static_cast<long long>(job.model.hidden_dim), static_cast<long long>(job.model.vocab_size),
+              job.model.tied ? ", tied" : "");
+  std::printf("  stage %s, %lld tokens x micro-batch %lld per rank, %lld pipeline micro-batches (%s), %s, activation "
+              "checkpointing %s, on %d %s\n",
+              job.stage.c_str(), static_cast<long long>(job.seq), static_cast<long long>(job.micro_batch),
+              static_cast<long long>(job.microbatches), job.schedule.c_str(), job.bf16 ? "bf16" : "fp32",
+              job.checkpointing ? "on" : "off", d.count,
+              d.cpu ? "CPU ranks" : ("GPUs of " + gib(d.bytes_each)).c_str());
+
+  std::vector<LayoutPlan> plans;
+  for (const Layout& l : layouts_for(d.count, job)) {
+    if (asked.dp > 0 && d.cpu && asked.dp * asked.pp * asked.tp == d.count &&
+        (l.dp != asked.dp || l.pp != asked.pp || l.tp != asked.tp))
+      continue;  // a config run on CPU: its own layout only, as the worker will run it
+    PlanJob j = job;
+    if (l.pp > 1 && j.schedule == "1f1b" && j.microbatches < l.pp) j.microbatches = l.pp;  // 1F1B needs m >= pp
+    plans.push_back(plan_layout(j, d, l));
+  }
+  if (plans.empty()) fail("plan", "no dp x pp x tp layout of " + std::to_string(d.count) + " ranks for this model");
+  const int best = d.cpu ? -1 : recommend(plans);
+  for (size_t i = 0; i < plans.size(); ++i) print_layout(plans[i], job, d, static_cast<int>(i) == best);
+  if (d.cpu) return 0;
+  if (best >= 0) {
+    const Layout& l = plans[static_cast<size_t>(best)].layout;
+    std::printf("recommended: dp %d pp %d tp %d (rule: among the layouts that fit, the most data parallelism, then "
+                "the least communication per step, then the most free memory)\n",
+                l.dp, l.pp, l.tp);
+    return 0;
+  }
+  std::printf("nothing fits on %d x %s; what would:\n", d.count, gib(d.bytes_each).c_str());
+  for (const Suggestion& s : suggestions(job, d)) {
+    const LayoutPlan& p = s.best;
+    std::printf("  %s: dp %d pp %d tp %d needs %s per GPU, %s\n", s.change.c_str(), p.layout.dp, p.layout.pp,
+                p.layout.tp, gib(p.peak).c_str(),
+                p.fits ? "fits" : ("does not fit by " + gib(-p.margin)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* sub = app.add_subcommand("plan", "memory per GPU (or CPU rank) of a training job for each dp/pp/tp layout");
+  sub->add_option("-c,--config", o->config, "a job config (model, seq, batch, dtype, stage from it)");
+  sub->add_option("--model", o->model, "preset (vicuna-7b, smollm2, stories260K), Hugging Face folder or llama2.c .bin");
+  sub->add_option("--gpus", o->gpus, "COUNTxSIZE, e.g. 2x24GB");
+  sub->add_option("--device", o->device, "gpu (default) or cpu");
+  sub->add_option("--ranks", o->ranks, "CPU ranks (with --device cpu; default: the config's dp x pp x tp)");
+  sub->add_option("--seq", o->seq, "tokens per sequence (default 2048)");
+  sub->add_option("--micro-batch", o->micro_batch, "sequences per micro-batch per GPU (default 1)");
+  sub->add_option("--microbatches", o->microbatches, "pipeline micro-batches per step (default 1; at least pp)");
+  sub->add_option("--stage", o->stage, "lm, graph_matching (default) or task");
+  sub->add_option("--dtype", o->dtype, "bf16 (default) or fp32");
+  sub->add_option("--schedule", o->schedule, "1f1b (default) or gpipe");
+  sub->add_flag("--activation-checkpointing", o->checkpointing, "recompute each layer in backward");
+  sub->allow_extras();
+  sub->callback([sub, o, &exit_code] { exit_code = run_plan(*o, sub->remaining()); });
+}
+
+}  // namespace gt

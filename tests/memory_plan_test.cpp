@@ -1,0 +1,162 @@
+// The memory planner's arithmetic, checked against numbers worked out by hand for GraphGPT's
+// stage 1 on Vicuna-7B (docs/plan.md), its layouts and its bad input. The CPU estimate's match
+// with measured peaks is tests/cli/plan.sh's business.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "common/error.hpp"
+#include "launcher/memory_plan.hpp"
+#include "tests/input_error.hpp"
+#include "tests/temp_dir.hpp"
+
+namespace gt {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+using test::TempDir;
+
+// The message is one line and contains `want`.
+#define EXPECT_INPUT_ERROR(expr, want)                                   \
+  do {                                                                   \
+    const std::string msg = test::input_error_of([&] { (void)(expr); }); \
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;                 \
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;                \
+  } while (0)
+
+PlanJob vicuna_stage1() {
+  PlanJob j;
+  j.model = model_preset("vicuna-7b");
+  j.stage = "graph_matching";
+  j.seq = 2048;
+  j.micro_batch = 1;
+  j.bf16 = true;
+  j.weights_from_file = true;
+  return j;
+}
+
+TEST(MemoryPlan, VicunaShapeByHand) {
+  const ModelShape m = model_preset("vicuna-7b");
+  // norms 2*4096, q/k/v/o 4 * 4096^2, gate/up/down 3 * 4096 * 11008
+  EXPECT_EQ(m.layer_params(), 8192 + 4LL * 4096 * 4096 + 3LL * 4096 * 11008);
+  EXPECT_EQ(m.layer_params(), 202383360);
+  // LLaMA-7B's 6,738,415,616: two 32000 x 4096 tables, 32 layers, the final norm.
+  EXPECT_EQ(m.total_params(), 6738415616);
+}
+
+TEST(MemoryPlan, VicunaStage1DataParallelByHand) {
+  Devices d = parse_gpus("2x24GB");
+  const LayoutPlan p = plan_layout(vicuna_stage1(), d, Layout{2, 1, 1});
+  ASSERT_EQ(p.stages.size(), 1u);
+  const RankMemory& r = p.stages[0];
+  // Frozen bf16: 32 layers + embedding and head of 32003 rows (3 graph tokens) + final norm,
+  // plus the graph encoder (181,248); the fp32 projector 128x4096+4096 and 2 token rows.
+  const double held = 32.0 * 202383360 + 2.0 * 32003 * 4096 + 4096;
+  EXPECT_EQ(r.trainable_params, 128 * 4096 + 4096 + 2 * 4096);
+  EXPECT_DOUBLE_EQ(r.weights, 2.0 * held + 2.0 * 181248 + 4.0 * 536576);
+  EXPECT_NEAR(r.weights / kGiB, 12.553, 0.001);
+  EXPECT_DOUBLE_EQ(r.optimizer, 8.0 * 536576);  // exp_avg, exp_avg_sq
+  EXPECT_DOUBLE_EQ(r.grads, 4.0 * 536576);      // made while the activations are freed: not both
+  // Per token per layer, frozen bf16: 16 D + 6 H bytes + 4 bytes of log-sum-exp per head.
+  const double per_layer = (16.0 * 4096 + 6.0 * 11008 + 4.0 * 32) * 2048;
+  const double mask = 2048.0 * 2048 * 2;  // the [1, 1, T, T] padding mask in bf16
+  const double head = 2048.0 * (3 * 4096 * 4 + 3 * 32003 * 4.0);
+  const double work = 2048.0 * (4096 + 11008) * 4;
+  EXPECT_DOUBLE_EQ(r.activations_full, 32 * (per_layer + mask) + head + work);
+  EXPECT_DOUBLE_EQ(r.activations, r.activations_full);  // checkpointing off
+  // Checkpointed: each layer's bf16 input, one layer recomputed.
+  EXPECT_DOUBLE_EQ(r.activations_ckpt, 32 * 2048.0 * 4096 * 2 + per_layer + mask + head + work);
+  EXPECT_DOUBLE_EQ(r.comm, 4.0 * 536576);  // the dp bucket holds every trainable gradient
+  EXPECT_DOUBLE_EQ(r.overhead, 0.75 * kGiB);
+  EXPECT_DOUBLE_EQ(r.total, r.weights + r.activations + r.optimizer + r.comm + r.overhead + 0.10 * r.activations);
+  EXPECT_NEAR(r.total / kGiB, 23.47, 0.01);
+  EXPECT_TRUE(p.fits);
+  EXPECT_NEAR(p.margin / kGiB, 24 - 23.47, 0.01);
+}
+
+TEST(MemoryPlan, VicunaStage1On2x24GBRecommendsAFittingLayout) {
+  PlanJob j = vicuna_stage1();
+  j.checkpointing = true;  // GraphGPT's recipe
+  const Devices d = parse_gpus("2x24GB");
+  const auto plans = plan_all(j, d);
+  ASSERT_EQ(plans.size(), 3u);  // dp2, pp2, tp2 (tp: the graph stages' projector)
+  const int best = recommend(plans);
+  ASSERT_GE(best, 0);
+  EXPECT_TRUE(plans[static_cast<size_t>(best)].fits);
+  // Data parallelism first: it alone adds throughput (and moves only the projector's gradients).
+  EXPECT_EQ(plans[static_cast<size_t>(best)].layout.dp, 2);
+  // pp 2: stage 0 holds 2 micro-batches under 1F1B (m = 2), the last stage 1.
+  j.microbatches = 2;
+  const LayoutPlan pp = plan_layout(j, d, Layout{1, 2, 1});
+  ASSERT_EQ(pp.stages.size(), 2u);
+  EXPECT_EQ(pp.stages[0].in_flight, 2);
+  EXPECT_EQ(pp.stages[1].in_flight, 1);
+  EXPECT_EQ(pp.stages[0].last_layer, pp.stages[1].first_layer);
+  EXPECT_LT(pp.peak, plans[static_cast<size_t>(best)].peak);  // half the weights each
+}
+
+TEST(MemoryPlan, NothingFitsSaysWhatWould) {
+  PlanJob j = vicuna_stage1();
+  j.stage = "lm";  // the whole LLM trained: 16 bytes a parameter before activations
+  j.micro_batch = 4;
+  j.bf16 = false;
+  const Devices d = parse_gpus("2x24GB");
+  const auto plans = plan_all(j, d);
+  ASSERT_EQ(plans.size(), 2u);  // no tp in stage lm
+  EXPECT_EQ(recommend(plans), -1);
+  const auto s = suggestions(j, d);
+  ASSERT_GE(s.size(), 4u);
+  for (const auto& x : s) EXPECT_GT(x.best.peak, 0) << x.change;
+}
+
+TEST(MemoryPlan, LayoutsOnlyWhereTheyExist) {
+  PlanJob j = vicuna_stage1();
+  j.model = model_preset("stories260K");  // 5 layers: pp at most 5
+  EXPECT_EQ(layouts_for(8, j).size(), 9u);  // the 10 ordered (dp,pp,tp) of 8 but pp = 8
+  j.stage = "lm";
+  for (const Layout& l : layouts_for(8, j)) EXPECT_EQ(l.tp, 1);
+}
+
+TEST(MemoryPlan, GpusParsed) {
+  const Devices d = parse_gpus("4x40GB");
+  EXPECT_EQ(d.count, 4);
+  EXPECT_DOUBLE_EQ(d.bytes_each, 40 * kGiB);
+  EXPECT_DOUBLE_EQ(parse_gpus("1x0.5GiB").bytes_each, 0.5 * kGiB);
+}
+
+TEST(MemoryPlan, BadInput) {
+  EXPECT_INPUT_ERROR(parse_gpus("2x"), "COUNTxSIZE");
+  EXPECT_INPUT_ERROR(parse_gpus("0x24GB"), "positive integer");
+  EXPECT_INPUT_ERROR(parse_gpus("2x-1GB"), "positive");
+  EXPECT_INPUT_ERROR(parse_gpus("twox24GB"), "COUNTxSIZE");
+  EXPECT_INPUT_ERROR(model_preset("llama-70b"), "presets: vicuna-7b, smollm2, stories260K");
+  EXPECT_INPUT_ERROR(resolve_model("no-such-model"), "unknown preset");
+  TempDir dir;
+  EXPECT_INPUT_ERROR(resolve_model(dir.path), "has no config.json");
+  PlanJob j = vicuna_stage1();
+  j.stage = "pretrain";
+  EXPECT_INPUT_ERROR(check_plan_job(j), "unknown stage 'pretrain'");
+}
+
+TEST(MemoryPlan, HuggingFaceFolderAndLlama2cHeader) {
+  TempDir dir;
+  std::ofstream(dir.path + "/config.json")
+      << R"({"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+             "num_key_value_heads": 3, "vocab_size": 49152, "tie_word_embeddings": true})";
+  const ModelShape hf = resolve_model(dir.path);
+  const ModelShape preset = model_preset("smollm2");
+  EXPECT_EQ(hf.total_params(), preset.total_params());
+  EXPECT_EQ(hf.total_params(), 134515008);  // SmolLM2-135M
+  const int32_t header[7] = {64, 172, 5, 8, 4, -512, 512};  // negative vocab: unshared classifier
+  const std::string bin = dir.path + "/m.bin";
+  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(header), sizeof header);
+  const ModelShape m = resolve_model(bin);
+  EXPECT_EQ(m.vocab_size, 512);
+  EXPECT_FALSE(m.tied);
+  EXPECT_EQ(m.total_params(), model_preset("stories260K").total_params() + 512 * 64);
+}
+
+}  // namespace
+}  // namespace gt
