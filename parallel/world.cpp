@@ -16,6 +16,10 @@ World::World(int* argc, char*** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
+void World::barrier() const {
+  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+}
+
 void World::abort(int code) const {
   if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

@@ -14,6 +14,9 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool under_mpi() const { return mpi_; }
+  // Every rank waits here for the others (nothing without MPI): for work one rank does for all
+  // before the ranks have formed their groups.
+  void barrier() const;
   // Ends every rank of the job now (MPI_Abort) with `code`; without MPI, exits this process.
   // For a failure on some ranks only, where the others would wait in a collective.
   [[noreturn]] void abort(int code) const;

@@ -35,6 +35,7 @@
 #include "model/graph_generate.hpp"
 #include "model/tokenizer.hpp"
 #include "parallel/world.hpp"
+#include "worker/control_client.hpp"
 #include "worker/commands.hpp"
 #include "worker/graph_batches.hpp"
 #include "worker/graphgpt_setup.hpp"
@@ -107,6 +108,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   int argc = 0;
   char** argv = nullptr;
   World world(&argc, &argv);
+  control::connect(world.rank(), world.size());  // when the launcher started it
   if (world.size() > 1)
     fail("mpirun", "not supported yet: eval on " + std::to_string(world.size()) + " ranks; run one rank");
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
@@ -236,6 +238,8 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "graphtune: eval: n %lld, accuracy %.4f%s; %.1f s; wrote %s/predictions.jsonl and metrics.json\n",
                static_cast<long long>(n), top["accuracy"].get<double>(), summary.c_str(), secs, out_dir.c_str());
+  control::report_eval(metrics_text);
+  control::report_done();
   return 0;
 }
 
@@ -254,7 +258,12 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   sub->callback([sub, config, out, skip, &exit_code] {
     auto extra = sub->remaining();
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
-    exit_code = run_eval(*config, *out, extra);
+    try {
+      exit_code = run_eval(*config, *out, extra);
+    } catch (const std::exception& e) {
+      control::report_error(e.what());  // the launcher, if any, names it; the line is printed as usual
+      throw;
+    }
   });
 }
 

@@ -80,28 +80,30 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
     tok_path = cfg.out_dir + "/tokenizer.model";
     write_file_atomic(tok_path, read_file(resume.folder + "/tokenizer.model"));
   } else if (trains_tokenizer) {
-    if (world.size() > 1)
-      fail(cfg.path + ": [model].tokenizer", "not supported yet: training the tokenizer on " + std::to_string(world.size()) +
-                                               " ranks; train it in a one-rank run and name its tokenizer.model here");
     if (!cfg.model_path.empty())
       fail(cfg.path + ": [model].tokenizer", "\"train\" makes a new vocabulary, which only a fresh model can use; "
                                                "[model].path names an existing one");
-    // The tokenizer learns from exactly what the model will read: the corpus and the rendered
-    // conversations (without the template's "</s>" or <|im_start|>/<|im_end|>: ids, not text).
-    std::vector<std::string> texts = corpus;
-    for (const auto& q : questions) {
-      std::string p = render_chat(tmpl, q.conversations);
-      for (const std::string& t : chat_token_texts(tmpl))
-        for (size_t at = p.find(t); at != std::string::npos; at = p.find(t, at)) p.erase(at, t.size());
-      texts.push_back(std::move(p));
-    }
-    const std::string model_bytes =
-        train_sentencepiece(texts, static_cast<int32_t>(cfg.vocab_size), cfg.path + ": [model].vocab_size");
-    make_dirs(cfg.out_dir);
     tok_path = cfg.out_dir + "/tokenizer.model";
-    write_file_atomic(tok_path, model_bytes);
-    std::fprintf(stderr, "graphtune: trained a SentencePiece BPE tokenizer (%lld pieces) on %zu texts: %s\n",
-                 static_cast<long long>(cfg.vocab_size), texts.size(), tok_path.c_str());
+    // Rank 0 trains it and writes it into the run folder; the others read that file (a folder
+    // every rank sees, as for the checkpoints).
+    if (world.rank() == 0) {
+      // The tokenizer learns from exactly what the model will read: the corpus and the rendered
+      // conversations (without the template's "</s>" or <|im_start|>/<|im_end|>: ids, not text).
+      std::vector<std::string> texts = corpus;
+      for (const auto& q : questions) {
+        std::string p = render_chat(tmpl, q.conversations);
+        for (const std::string& t : chat_token_texts(tmpl))
+          for (size_t at = p.find(t); at != std::string::npos; at = p.find(t, at)) p.erase(at, t.size());
+        texts.push_back(std::move(p));
+      }
+      const std::string model_bytes =
+          train_sentencepiece(texts, static_cast<int32_t>(cfg.vocab_size), cfg.path + ": [model].vocab_size");
+      make_dirs(cfg.out_dir);
+      write_file_atomic(tok_path, model_bytes);
+      std::fprintf(stderr, "graphtune: trained a SentencePiece BPE tokenizer (%lld pieces) on %zu texts: %s\n",
+                   static_cast<long long>(cfg.vocab_size), texts.size(), tok_path.c_str());
+    }
+    world.barrier();
   }
   std::unique_ptr<Tokenizer> tok = load_tokenizer(tok_path);
 

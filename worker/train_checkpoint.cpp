@@ -16,8 +16,10 @@
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/shard_file.hpp"
 #include "common/error.hpp"
+#include "common/control_protocol.hpp"
 #include "common/fs.hpp"
 #include "data/sha256.hpp"
+#include "worker/control_client.hpp"
 #include "worker/parallel_runtime.hpp"
 
 namespace gt {
@@ -234,6 +236,28 @@ TrainLoopHooks TrainCheckpoint::hooks() {
     h.after_step = [this](int64_t done, torch::optim::AdamW* opt) {
       if (done % cfg_.checkpoint_every == 0 || done == total_steps_) save(done, opt);
     };
+  if (!control::connected()) return h;
+  if (rt_.reports())
+    h.on_step = [this](const StepLog& l) {
+      control::StepMetrics m;
+      m.step = l.step;
+      m.steps = total_steps_;
+      m.loss = l.loss;
+      m.lr = l.lr;
+      m.grad_norm = l.grad_norm;
+      m.tokens_per_s = l.tokens_per_s;
+      control::report_step(m);
+    };
+  // Every rank asks every step, so they all stop after the same one: one rank's stop request
+  // is everyone's (a 4-byte all-reduce a step).
+  h.should_stop = [this] {
+    auto flag = torch::tensor({int64_t{control::stop_requested() ? 1 : 0}}, torch::kInt64);
+    rt_.world->all_reduce_sum(flag);
+    return flag.item<int64_t>() > 0;
+  };
+  h.save_now = [this](int64_t done, torch::optim::AdamW* opt) {
+    if (last_saved_ != done) save(done, opt);
+  };
   return h;
 }
 
@@ -322,6 +346,8 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
                  static_cast<long long>(step), folder.c_str(), static_cast<double>(bytes) / (1 << 20),
                  index.files.size(), static_cast<double>(shard.file.bytes) / (1 << 20), write_s, seconds_since(t0));
   }
+  if (rt_.reports()) control::report_checkpoint(step, folder);
+  last_saved_ = step;
   rt_.world->barrier();  // the next save (or the exit) waits for this commit
 }
 

@@ -74,8 +74,9 @@ class TrainCheckpoint {
   // Collective over the world.
   int64_t resume();
 
-  // For run_train_loop: the first step, the optimizer state put back, and a save every
-  // [checkpoint].every steps and after the last one.
+  // For run_train_loop: the first step, the optimizer state put back, a save every
+  // [checkpoint].every steps and after the last one; under the launcher, each step's numbers
+  // sent to it and, when it asks the job to stop, a save at the step all ranks agree on.
   TrainLoopHooks hooks();
 
   // Saves the state after `step` optimizer steps. Collective over the world.
@@ -96,6 +97,7 @@ class TrainCheckpoint {
   std::vector<CheckpointedTensor> tensors_;
   std::string fingerprint_;
   int64_t first_step_ = 0;
+  int64_t last_saved_ = -1;   // the step of this run's newest save
   std::string resumed_from_;  // the checkpoint folder resume() read
   std::vector<std::string> files_;
   std::map<std::string, std::string> contents_;

@@ -12,11 +12,13 @@
 #include "parallel/process_grid.hpp"
 #include "parallel/world.hpp"
 #include "worker/commands.hpp"
+#include "worker/control_client.hpp"
 #include "worker/graph_trainer.hpp"
 #include "worker/grounding_stage.hpp"
 #include "worker/lm_stage.hpp"
 #include "worker/parallel_runtime.hpp"
 #include "worker/train_checkpoint.hpp"
+#include "worker/train_loop.hpp"
 
 namespace gt {
 
@@ -55,6 +57,13 @@ int run_stage(const TrainConfig& cfg, const World& world) {
   return run_lm_stage(cfg, world);
 }
 
+TrainConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
+  std::vector<std::string> rest;
+  auto overrides = take_overrides(extra, rest);
+  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+  return read_train_config(config_path, overrides);
+}
+
 int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
   // Ranks learn who they are from MPI (mpirun, or the launcher, which runs mpirun): the same
   // program runs one rank or many.
@@ -62,31 +71,45 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   char** argv = nullptr;
   World world(&argc, &argv);
   try {
-    std::vector<std::string> rest;
-    auto overrides = take_overrides(extra, rest);
-    if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
-    TrainConfig cfg = read_train_config(config_path, overrides);
+    control::connect(world.rank(), world.size());  // when the launcher started this job
+    TrainConfig cfg = read_job(config_path, extra);
     check_job(cfg, world.size());
-    return run_stage(cfg, world);
+    const int rc = run_stage(cfg, world);
+    control::report_done();
+    return rc;
+  } catch (const TrainingStopped& s) {
+    control::report_stopped(s.step);
+    control::report_done();
+    return 0;
   } catch (const InputError& e) {
     // Until the ranks have formed their groups, every rank meets the same error at the same
     // point: rank 0 prints it, the others leave quietly, and all exit 2. After that, an error
     // may be one rank's alone while the others wait in a collective: it names its rank and
     // ends the job.
-    if (world.size() == 1) throw;
-    if (!parallel_runtime_formed()) {
-      if (world.rank() == 0) throw;
-      return kExitInputError;
+    if (world.size() == 1 || (!parallel_runtime_formed() && world.rank() == 0)) {
+      control::report_error(e.what());
+      throw;
     }
+    if (!parallel_runtime_formed()) return kExitInputError;
+    control::report_error(e.what());
     std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
     std::fflush(stderr);
     world.abort(kExitInputError);
   } catch (const std::exception& e) {
+    control::report_error(std::string("internal error: ") + e.what());
     if (world.size() == 1) throw;
     std::fprintf(stderr, "graphtune: internal error: rank %d: %s\n", world.rank(), e.what());
     std::fflush(stderr);
     world.abort(1);
   }
+}
+
+// The launcher's preflight: the config and the layout for `world_size` ranks checked in one
+// process, without MPI, before anything is started.
+int check_train(const std::string& config_path, const std::vector<std::string>& extra, int world_size) {
+  TrainConfig cfg = read_job(config_path, extra);
+  check_job(cfg, world_size);
+  return 0;
 }
 
 }  // namespace
@@ -95,18 +118,22 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto skip = std::make_shared<bool>(false);
   auto resume = std::make_shared<std::string>();
+  auto check_world = std::make_shared<int>(0);
   CLI::App* sub = app.add_subcommand("train", "train from a TOML config; any key overridable as --section.key VALUE");
   sub->add_option("-c,--config", *config, "TOML job config (configs/)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
   sub->add_option("--resume", *resume,
                   "continue from a checkpoint: \"latest\" (the newest committed one) or its folder "
                   "(= --checkpoint.resume)");
+  sub->add_option("--check-world", *check_world,
+                  "check the config and the layout for this many ranks, then exit (the launcher's preflight)")
+      ->group("");
   sub->allow_extras();
-  sub->callback([sub, config, skip, resume, &exit_code] {
+  sub->callback([sub, config, skip, resume, check_world, &exit_code] {
     auto extra = sub->remaining();
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
     if (!resume->empty()) extra.insert(extra.end(), {"--checkpoint.resume", *resume});
-    exit_code = run_train(*config, extra);
+    exit_code = *check_world > 0 ? check_train(*config, extra, *check_world) : run_train(*config, extra);
   });
 }
 

@@ -41,6 +41,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       opt->zero_grad();
     }
+    const auto step_t0 = std::chrono::steady_clock::now();
     const StepOutcome out = step_fn(step);
     window_tokens += out.tokens;
     // The norm is always computed (it is logged); clipping only when asked. The coefficient is
@@ -68,10 +69,18 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       window_tokens = window_steps = 0;
       t0 = t1;
     }
+    if (hooks.on_step) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
+      hooks.on_step(StepLog{step + 1, out.loss, lr, norm, out.tokens / std::max(secs, 1e-9)});
+    }
     if (hooks.after_step) {
       const auto h0 = std::chrono::steady_clock::now();
       hooks.after_step(step + 1, opt.get());
       t0 += std::chrono::steady_clock::now() - h0;  // a checkpoint's save is not training time
+    }
+    if (hooks.should_stop && step + 1 < steps && hooks.should_stop()) {
+      if (hooks.save_now) hooks.save_now(step + 1, opt.get());
+      throw TrainingStopped(step + 1);
     }
   }
   return log;

@@ -3,6 +3,7 @@
 // cosine decay, gradient accumulation, gradient-norm clipping, and a log line every
 // log_every steps. A stage supplies only its micro-step: forward, loss, backward.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <vector>
 
@@ -31,6 +32,14 @@ struct StepOutcome {
   int64_t tokens = 0;  // tokens it processed (all ranks), for the throughput figure
 };
 
+// Thrown by run_train_loop on every rank at the same step when the launcher asked the job to
+// stop and the state after `step` steps has been saved: the run ends there, without its outputs.
+struct TrainingStopped : std::exception {
+  explicit TrainingStopped(int64_t s) : step(s) {}
+  const char* what() const noexcept override { return "training stopped on request"; }
+  int64_t step;
+};
+
 // What a checkpointed run adds to the loop (worker/train_checkpoint.hpp).
 struct TrainLoopHooks {
   int64_t first_step = 0;  // a resumed run starts here: steps [0, first_step) are done
@@ -39,6 +48,14 @@ struct TrainLoopHooks {
   std::function<void(torch::optim::AdamW*)> restore;
   // Called after each optimizer step with the number of steps done (a checkpoint may be due).
   std::function<void(int64_t steps_done, torch::optim::AdamW*)> after_step;
+  // Called after each step with that step's own numbers (not the log window's): the launcher's
+  // progress and metrics (worker/control_client.hpp).
+  std::function<void(const StepLog&)> on_step;
+  // Collective, called after each step but the last: true on every rank when the job is to stop
+  // there. save_now(steps_done, opt) then saves (if after_step did not just save that step) and
+  // the loop throws TrainingStopped.
+  std::function<bool()> should_stop;
+  std::function<void(int64_t steps_done, torch::optim::AdamW*)> save_now;
 };
 
 // step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
