@@ -10,6 +10,7 @@ static int launcher_main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   gt::add_worker_commands(app, exit_code, argc, argv);
+  gt::add_launch_commands(app, exit_code, argc, argv);
   gt::add_tokenize_command(app, exit_code);
   gt::add_data_command(app, exit_code);
   gt::add_plan_command(app, exit_code);

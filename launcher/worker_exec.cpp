@@ -10,26 +10,12 @@
 
 #include "common/error.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/run_job.hpp"
 
 namespace gt {
 
-static std::string worker_path() {
-  if (const char* env = std::getenv("GRAPHTUNE_WORKER")) return env;
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) fail("/proc/self/exe", "cannot locate the graphtune binary");
-  self[n] = 0;
-  std::string dir(self);
-  dir = dir.substr(0, dir.rfind('/'));
-  for (const char* rel : {"/graphtune-worker", "/../worker/graphtune-worker"}) {
-    std::string p = dir + rel;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  fail(dir + "/graphtune-worker", "worker binary not found (set GRAPHTUNE_WORKER)");
-}
-
 [[noreturn]] static void exec_worker(const std::string& sub, int argc, char** argv) {
-  std::string path = worker_path();
+  std::string path = worker_binary();
   std::vector<std::string> args{path};
   // Everything after the subcommand name goes to the worker unchanged.
   int i = 1;
@@ -47,8 +33,6 @@ void add_worker_commands(CLI::App& app, int& /*exit_code*/, int argc, char** arg
   struct Sub { const char* name; const char* help; };
   static const Sub subs[] = {
       {"generate", "generate text from a llama2.c file or a Hugging Face folder"},
-      {"train", "train from a TOML config (stage lm: causal language modelling)"},
-      {"eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)"},
       {"convert", "convert model weights between llama2.c and Hugging Face folders"},
       {"export", "write a training checkpoint as a Hugging Face folder or GraphGPT's stage files"},
   };

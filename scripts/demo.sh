@@ -17,11 +17,15 @@
 #          ../shared/assets/graph/cora_ml (the default with --real). Results go to runs/demo
 #          (runs/demo-<folder name>, runs/demo-real; "-ppN" appended with --pp), or to
 #          $GRAPHTUNE_DEMO_OUT.
-#   --pp N: stages 1 and 2 run under mpirun with the LLM's layers split over N pipeline stages
-#           (one thread per rank on this 2-core machine); the others stay one process.
+#   --pp N: the LM warm-up and GraphGPT's stages 1 and 2 run with the LLM's layers split over
+#           N pipeline stages, N ranks under mpirun (default 2; --pp 1: one process). The
+#           launcher gives each rank its share of the cores. Grounding and the evaluations run
+#           one rank each.
+# Stages 1 and 2 and the evaluations are one `graphtune pipeline` (configs/demo/pipeline.toml):
+# each stage's output feeds the next, in one run folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REAL=0 PP=1
+REAL=0 PP=2
 while [ $# -gt 0 ]; do
   case $1 in
     --real) REAL=1; shift ;;
@@ -35,7 +39,7 @@ shift || true
 if [ $REAL = 1 ]; then RUN=runs/demo-real
 elif [ "$GRAPH" = embedded ]; then RUN=runs/demo
 else RUN=runs/demo-$(basename "$GRAPH"); fi
-[ "$PP" = 1 ] || RUN=$RUN-pp$PP
+[ "$PP" = 2 ] || RUN=$RUN-pp$PP
 RUN=${GRAPHTUNE_DEMO_OUT:-$RUN}
 # GRAPHTUNE_BIN (the tests set it): use that build as it is.
 if [ -z "${GRAPHTUNE_BIN:-}" ]; then
@@ -43,7 +47,6 @@ if [ -z "${GRAPHTUNE_BIN:-}" ]; then
   scripts/build.sh >/dev/null
 fi
 GT=${GRAPHTUNE_BIN:-build/launcher/graphtune}
-WORKER=${GRAPHTUNE_WORKER:-$(dirname "$GT")/../worker/graphtune-worker}
 DATA=$RUN/data
 mkdir -p "$DATA"
 
@@ -57,18 +60,6 @@ stage() {  # stage NAME COMMAND...: runs and times one step
   t1=$(date +%s.%N)
   NAMES+=("$name")
   SECS+=("$(awk "BEGIN { print $t1 - $t0 }")")
-}
-
-# train_pp CONFIG ARGS...: a GraphGPT stage, in one process or as --pp pipeline stages.
-train_pp() {
-  local cfg=$1
-  shift
-  if [ "$PP" = 1 ]; then "$GT" train --config "$cfg" "$@"; return; fi
-  local threads=$(( $(nproc) / PP )) mpi=(mpirun -np "$PP")
-  [ "$threads" -ge 1 ] || threads=1
-  [ "$(id -u)" != 0 ] || mpi+=(--allow-run-as-root)
-  [ "$(nproc)" -ge "$PP" ] || mpi+=(--oversubscribe)
-  "${mpi[@]}" "$WORKER" -c "$cfg" --parallelism.pp "$PP" --training.threads "$threads" "$@"
 }
 
 # Papers split 40/40/20: the warm-up LLM learns to answer from text on one 40% (the "val"
@@ -103,17 +94,13 @@ else
   MODEL=(--model.path "$RUN/lm/model" "${ENCODER[@]}")
 fi
 stage data build_records
-[ $REAL = 1 ] || stage lm "$GT" train --config configs/demo/lm.toml "${PATHS[@]}" --job.out_dir "$RUN/lm" \
+[ $REAL = 1 ] || stage lm "$GT" train --config configs/demo/lm.toml --pp "$PP" "${PATHS[@]}" --job.out_dir "$RUN/lm" \
   --data.instructions "$DATA/node_classification_warmup.json" "$@"
 stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" "$@"
-stage stage1 train_pp $CONFIGS/stage1.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage1" \
-  --data.instructions "$DATA/graph_matching_train.json" "$@"
-stage stage2 train_pp $CONFIGS/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --job.out_dir "$RUN/stage2" \
-  --model.projector "$RUN/stage1/graph_projector.bin" --data.instructions "$DATA/node_classification_train.json" "$@"
-EVAL=(--config $CONFIGS/stage2.toml "${PATHS[@]}" "${MODEL[@]}" --model.projector "$RUN/stage2/graph_projector.bin"
-      --data.instructions "$DATA/node_classification_test.json")
-stage eval "$GT" eval "${EVAL[@]}" --out "$RUN/eval/graph" "$@"
-stage eval-text "$GT" eval "${EVAL[@]}" --eval.text_only true --out "$RUN/eval/text_only" "$@"
+stage pipeline "$GT" pipeline --config $CONFIGS/pipeline.toml --pp "$PP" --pipeline.out_dir "$RUN" \
+  --pipeline.eval_instructions "$DATA/node_classification_test.json" "${PATHS[@]}" "${MODEL[@]}" \
+  --stage1.data.instructions "$DATA/graph_matching_train.json" \
+  --stage2.data.instructions "$DATA/node_classification_train.json" "$@"
 
 # metrics.json: the first value of a field (accuracy: the top-level one).
 field() { sed -n "s/^ *\"$2\": \([0-9.e-]*\),\{0,1\}$/\1/p" "$1" | head -n 1; }
@@ -127,9 +114,9 @@ for i in "${!NAMES[@]}"; do
   total=$(awk "BEGIN { print $total + ${SECS[$i]} }")
 done
 printf '  %-10s %8.1f\n' total "$total"
-echo "test papers, node classification ($(field "$RUN/eval/graph/metrics.json" n) papers):"
+echo "test papers, node classification ($(field "$RUN/eval/metrics.json" n) papers):"
 printf '  %-34s %8s %9s\n' "" accuracy macro-F1
-score "graph model (GraphGPT recipe)" "$RUN/eval/graph/metrics.json"
-score "same LLM, text alone (no graph)" "$RUN/eval/text_only/metrics.json"
-printf '  %-34s %8.4f\n' "always the most common class" "$(field "$RUN/eval/graph/metrics.json" majority)"
-printf '  %-34s %8.4f\n' "chance" "$(field "$RUN/eval/graph/metrics.json" chance)"
+score "graph model (GraphGPT recipe)" "$RUN/eval/metrics.json"
+score "same LLM, text alone (no graph)" "$RUN/eval_text_only/metrics.json"
+printf '  %-34s %8.4f\n' "always the most common class" "$(field "$RUN/eval/metrics.json" majority)"
+printf '  %-34s %8.4f\n' "chance" "$(field "$RUN/eval/metrics.json" chance)"

@@ -27,7 +27,7 @@ EVAL=("$GT" eval --config "$CFG" --model.path "$TMP/lm/model" --data.max_len 102
 rc=$?
 check "eval exits 0" test $rc -eq 0
 [ $rc -eq 0 ] || sed 's/^/    stderr: /' "$TMP/ev.err" | tail -5
-check "nothing on stdout" test ! -s "$TMP/ev.out"
+check "the launcher's summary on stdout" grep -q "^graphtune: eval finished" "$TMP/ev.out"
 check "summary line names accuracy, macro-F1, unparsed, chance and n" \
   grep -qE "accuracy .*macro-F1 .*unparsed .*chance .*n 12" "$TMP/ev.err"
 check "predictions.jsonl: 12 lines, the test records' ids in order, GraphGPT's keys" "$PY" - "$TMP/ev/eval/predictions.jsonl" "$TMP/test.json" <<'PYEOF'
@@ -46,7 +46,8 @@ assert m["n"] == 12 and 0 <= m["accuracy"] <= 1, m
 nc = m["node_classification"]
 assert nc["n"] == 12 and 0 <= nc["accuracy"] <= 1 and 0 <= nc["macro_f1"] <= 1 and 0 <= nc["unparsed"] <= 12, nc
 PYEOF
-check "nothing staged left behind" bash -c "[ \$(ls -A '$TMP/ev/eval' | wc -l) -eq 2 ]"
+check "nothing staged left behind (the two files and the launcher's logs/)" \
+  test "$(ls -A "$TMP/ev/eval" | tr '\n' ' ')" = "logs metrics.json predictions.jsonl "
 
 # --out wins over [eval].out_dir; [eval].batch_size changes nothing in the answers (greedy).
 "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" \

@@ -1,0 +1,113 @@
+#include "launcher/job_layout.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "launcher/hostfile.hpp"
+
+namespace gt {
+
+namespace {
+
+const std::string* find_override(const Overrides& o, const std::string& key) {
+  const std::string* found = nullptr;
+  for (const auto& [k, v] : o)
+    if (k == key) found = &v;
+  return found;
+}
+
+// A flag is the same setting as its --parallelism.KEY override: both given and different is a
+// contradiction the user must resolve, not one for us to pick a winner in.
+void apply_flag(Overrides& o, const std::string& flag, const std::string& key, const std::string& value) {
+  if (const std::string* v = find_override(o, key); v && *v != value)
+    fail(flag + " " + value, "contradicts --" + key + " " + *v);
+  set_override(o, key, value);
+}
+
+}  // namespace
+
+void set_override(Overrides& overrides, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : overrides)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  overrides.emplace_back(key, value);
+}
+
+std::vector<std::string> override_args(const Overrides& overrides) {
+  std::vector<std::string> a;
+  for (const auto& [k, v] : overrides) {
+    a.push_back("--" + k);
+    a.push_back(v);
+  }
+  return a;
+}
+
+JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse use) {
+  JobLayout L;
+  L.overrides = user;
+  if (f.dp) apply_flag(L.overrides, "--dp", "parallelism.dp", std::to_string(f.dp));
+  if (f.pp) apply_flag(L.overrides, "--pp", "parallelism.pp", std::to_string(f.pp));
+  if (f.tp) apply_flag(L.overrides, "--tp", "parallelism.tp", std::to_string(f.tp));
+  if (!f.schedule.empty()) apply_flag(L.overrides, "--schedule", "parallelism.schedule", f.schedule);
+  if (f.microbatches) apply_flag(L.overrides, "--microbatches", "parallelism.microbatches", std::to_string(f.microbatches));
+  for (const auto& [flag, v] : {std::pair{"--np", f.np}, {"--dp", f.dp}, {"--pp", f.pp}, {"--tp", f.tp}})
+    if (v < 0) fail(std::string(flag) + " " + std::to_string(v), "must be at least 1");
+
+  // The hosts first: a job that cannot have its ranks is refused before its config is judged.
+  Hostfile hosts;
+  if (!f.hostfile.empty()) {
+    hosts = filter_hosts(read_hostfile(f.hostfile), f.include, f.exclude);
+    if (f.np) check_fits(hosts, f.np, "--np");
+  }
+  TrainConfig cfg = read_train_config(f.config, L.overrides, use);
+  // --np alone sets the data-parallel degree (the torchrun habit): np = dp x pp x tp.
+  const int64_t model_ranks = cfg.pp * cfg.tp;
+  if (f.np && !f.dp && cfg.dp * model_ranks != f.np) {
+    if (f.np % model_ranks)
+      fail("--np " + std::to_string(f.np), "is not a multiple of pp x tp = " + std::to_string(model_ranks));
+    if (cfg.dp != 1 && !find_override(user, "parallelism.dp"))
+      fail("--np " + std::to_string(f.np), "contradicts " + (f.config.empty() ? std::string("the config") : f.config) +
+                                              ": [parallelism].dp = " + std::to_string(cfg.dp) + " with pp x tp = " +
+                                              std::to_string(model_ranks));
+    set_override(L.overrides, "parallelism.dp", std::to_string(f.np / model_ranks));
+    cfg = read_train_config(f.config, L.overrides, use);
+  }
+  L.np = static_cast<int>(cfg.dp * cfg.pp * cfg.tp);
+  if (f.np && f.np != L.np)
+    fail("--np " + std::to_string(f.np), "contradicts dp x pp x tp = " + std::to_string(cfg.dp) + " x " +
+                                             std::to_string(cfg.pp) + " x " + std::to_string(cfg.tp) + " = " +
+                                             std::to_string(L.np));
+  if (use == ConfigUse::kEval && L.np != 1)
+    fail("--np " + std::to_string(L.np), "not supported yet: eval on more than one rank");
+
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  if (!f.hostfile.empty()) {
+    const Hostfile& h = hosts;
+    check_fits(h, L.np, "--np");
+    L.hostfile = f.hostfile;
+    L.hostfile_text = openmpi_hostfile_text(h);
+    // mpirun fills hosts in order, each up to its slots.
+    L.ranks_per_host = std::min(L.np, h.hosts.front().slots);
+  } else {
+    if (!f.include.empty() || !f.exclude.empty())
+      fail(f.include.empty() ? "--exclude" : "--include", "needs --hostfile (it selects hosts of the hostfile)");
+    L.ranks_per_host = L.np;
+    L.oversubscribe = L.np > cores;
+  }
+  // Each rank gets its share of the cores unless the config says otherwise: OpenMP threads of
+  // ranks on one host that add up to more than its cores slow every rank down.
+  if (cfg.threads == 0 && !find_override(L.overrides, "training.threads")) {
+    set_override(L.overrides, "training.threads", std::to_string(std::max(1, cores / std::max(1, L.ranks_per_host))));
+    cfg.threads = std::max(1, cores / std::max(1, L.ranks_per_host));
+  }
+  L.cfg = cfg;
+  return L;
+}
+
+}  // namespace gt

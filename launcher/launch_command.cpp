@@ -1,0 +1,142 @@
+// graphtune train | eval | pipeline: the launcher's own subcommands. Each validates the job
+// (config, layout, hosts) before anything starts, then runs the workers under mpirun (one rank
+// on this host: the worker alone) and supervises them through the control plane
+// (launcher/run_job.hpp). --dry-run prints the commands instead.
+#include <cstdio>
+#include <memory>
+
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "launcher/commands.hpp"
+#include "launcher/job_layout.hpp"
+#include "launcher/mpirun_command.hpp"
+#include "launcher/pipeline_command.hpp"
+#include "launcher/run_job.hpp"
+
+namespace gt {
+
+namespace {
+
+void add_parallel_flags(CLI::App* sub, LaunchFlags& f) {
+  sub->add_option("--np", f.np, "ranks in all (default dp x pp x tp; alone, it sets dp)");
+  sub->add_option("--dp", f.dp, "data-parallel replicas (= --parallelism.dp)");
+  sub->add_option("--pp", f.pp, "pipeline stages (= --parallelism.pp)");
+  sub->add_option("--tp", f.tp, "tensor-parallel ranks of the projector (= --parallelism.tp)");
+  sub->add_option("--schedule", f.schedule, "pipeline schedule: gpipe | 1f1b (= --parallelism.schedule)");
+  sub->add_option("--microbatches", f.microbatches, "micro-batches per step (= --parallelism.microbatches)");
+  sub->add_option("--hostfile", f.hostfile, "OpenMPI or DeepSpeed hostfile (`host slots=N` lines; hostfiles/)");
+  sub->add_option("--include", f.include, "DeepSpeed-style host selection: host1@host2:0,1");
+  sub->add_option("--exclude", f.exclude, "DeepSpeed-style hosts or slots to leave out");
+  sub->add_option("--max-restarts", f.max_restarts, "after a failure, restart from the newest committed checkpoint up to K times");
+}
+
+void add_common_flags(CLI::App* sub, LaunchFlags& f) {
+  sub->add_option("-c,--config", f.config, "TOML job config (configs/)");
+  sub->add_flag("--dry-run", f.dry_run, "check everything and print the commands, start nothing");
+  sub->add_option("--control-host", f.control_host,
+                  "address the launcher listens on for its workers (default 127.0.0.1; on a cluster, this "
+                  "host's address the other nodes reach)");
+  sub->add_option("--control-port", f.control_port, "its port (default: any free one)");
+  sub->add_option("--heartbeat-timeout", f.heartbeat_timeout_s, "seconds of silence after which a rank counts as stalled");
+  sub->add_option("--mpirun-args", f.mpirun_args, "more mpirun arguments, e.g. \"--mca plm_rsh_agent ssh\"");
+}
+
+Overrides user_overrides(const std::vector<std::string>& extra) {
+  std::vector<std::string> rest;
+  Overrides o = take_overrides(extra, rest);
+  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+  return o;
+}
+
+int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& resume, bool skip, int argc,
+              char** argv) {
+  Overrides user = user_overrides(extra);
+  if (!resume.empty()) set_override(user, "checkpoint.resume", resume);
+  if (skip) set_override(user, "data.skip_invalid", "true");
+  JobSpec spec;
+  spec.title = "train";
+  spec.worker = worker_binary();
+  spec.worker_args = {"train"};
+  if (!f.config.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--config", f.config});
+  spec.layout = resolve_layout(f, user, ConfigUse::kTrain);
+  spec.run_dir = spec.layout.cfg.out_dir;
+  spec.checkpointed = true;
+  spec.resume_command = resume_command(argc, argv, {"--resume", "latest"});
+  if (spec.layout.np > 1 || f.dry_run) {
+    const int rc = preflight(spec.worker, f.config, spec.layout);
+    if (rc != 0) return rc;
+  }
+  if (f.dry_run) {
+    std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
+    return 0;
+  }
+  return run_job(spec, f);
+}
+
+int run_eval(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& out, bool skip) {
+  Overrides user = user_overrides(extra);
+  if (skip) set_override(user, "data.skip_invalid", "true");
+  JobSpec spec;
+  spec.title = "eval";
+  spec.worker = worker_binary();
+  spec.worker_args = {"eval"};
+  if (!f.config.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--config", f.config});
+  spec.layout = resolve_layout(f, user, ConfigUse::kEval);
+  spec.run_dir = out.empty() ? spec.layout.cfg.eval_out_dir : out;
+  if (!out.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--out", out});
+  if (f.dry_run) {
+    std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
+    return 0;
+  }
+  return run_job(spec, f);
+}
+
+}  // namespace
+
+void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
+  {
+    auto f = std::make_shared<LaunchFlags>();
+    auto resume = std::make_shared<std::string>();
+    auto skip = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand(
+        "train", "train from a TOML config on 1..N ranks; any key overridable as --section.key VALUE");
+    add_common_flags(sub, *f);
+    add_parallel_flags(sub, *f);
+    sub->add_option("--resume", *resume,
+                    "continue from a checkpoint: \"latest\" or its folder (= --checkpoint.resume)");
+    sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many");
+    sub->allow_extras();
+    sub->callback([sub, f, resume, skip, argc, argv, &exit_code] {
+      exit_code = run_train(*f, sub->remaining(), *resume, *skip, argc, argv);
+    });
+  }
+  {
+    auto f = std::make_shared<LaunchFlags>();
+    auto out = std::make_shared<std::string>();
+    auto skip = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand(
+        "eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)");
+    add_common_flags(sub, *f);
+    sub->add_option("--out", *out, "output folder (default [eval].out_dir, i.e. [job].out_dir/eval)");
+    sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many");
+    sub->allow_extras();
+    sub->callback([sub, f, out, skip, &exit_code] { exit_code = run_eval(*f, sub->remaining(), *out, *skip); });
+  }
+  {
+    auto f = std::make_shared<LaunchFlags>();
+    auto resume = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand(
+        "pipeline", "GraphGPT's recipe in one run folder: stage 1 -> stage 2 -> evaluation (a pipeline TOML, "
+                    "configs/demo/pipeline.toml)");
+    add_common_flags(sub, *f);
+    add_parallel_flags(sub, *f);
+    sub->add_flag("--resume", *resume, "skip the finished stages and resume the first unfinished one from its newest checkpoint");
+    sub->allow_extras();
+    sub->callback([sub, f, resume, argc, argv, &exit_code] {
+      exit_code = run_pipeline(*f, sub->remaining(), *resume, argc, argv);
+    });
+  }
+}
+
+}  // namespace gt

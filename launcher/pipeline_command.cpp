@@ -1,0 +1,196 @@
+#include "launcher/pipeline_command.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "checkpoint/checkpoint_dir.hpp"
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "launcher/mpirun_command.hpp"
+#include "launcher/run_job.hpp"
+#include "launcher/summary_table.hpp"
+
+namespace gt {
+
+namespace {
+
+struct PipelineFile {
+  std::string stage1, stage2, out_dir, eval_instructions;
+  bool eval_text_only = false;
+};
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string stem_of(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  return name.substr(0, name.rfind('.'));
+}
+
+PipelineFile read_pipeline(const std::string& path, const Overrides& overrides) {
+  if (path.empty()) fail("-c", "pipeline needs its pipeline file (configs/demo/pipeline.toml)");
+  ConfigReader r(path);
+  for (const auto& [k, v] : overrides) r.apply_override(k, v);
+  PipelineFile p;
+  auto beside = [&](const std::string& key) {
+    std::string v = r.get_string("pipeline", key, "");
+    if (v.empty()) r.reject("pipeline", key, "is required: the stage's job config");
+    if (v[0] != '/') v = folder_of(path) + "/" + v;
+    if (!path_exists(v)) r.reject("pipeline", key, "'" + v + "' does not exist");
+    return v;
+  };
+  p.stage1 = beside("stage1");
+  p.stage2 = beside("stage2");
+  p.out_dir = r.get_string("pipeline", "out_dir", "runs/" + stem_of(path));
+  p.eval_instructions = r.get_string("pipeline", "eval_instructions", "");
+  p.eval_text_only = r.get_bool("pipeline", "eval_text_only", false);
+  r.finish();
+  return p;
+}
+
+// A stage is finished when its outputs are there (a resumed pipeline skips it).
+bool finished(const std::string& dir, const char* output) { return path_exists(dir + "/" + output); }
+
+}  // namespace
+
+int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool resume, int argc, char** argv) {
+  std::vector<std::string> rest;
+  const Overrides all = take_overrides(extra, rest);
+  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+  Overrides common, mine, stage1, stage2, eval;
+  for (const auto& [k, v] : all) {
+    auto route = [&](const char* prefix, Overrides& to) {
+      const std::string p = std::string(prefix) + ".";
+      if (k.rfind(p, 0) != 0) return false;
+      to.emplace_back(k.substr(p.size()), v);
+      return true;
+    };
+    if (k.rfind("pipeline.", 0) == 0) {
+      mine.emplace_back(k, v);
+      continue;
+    }
+    if (!route("stage1", stage1) && !route("stage2", stage2) && !route("eval", eval))
+      common.emplace_back(k, v);
+  }
+  // "eval." is also a section of the job config ([eval].batch_size ...): --eval.batch_size 4
+  // stays a common override; --eval.SECTION.KEY goes to the evaluation alone.
+  for (auto it = eval.begin(); it != eval.end();)
+    if (it->first.find('.') == std::string::npos) {
+      common.emplace_back("eval." + it->first, it->second);
+      it = eval.erase(it);
+    } else {
+      ++it;
+    }
+  const PipelineFile p = read_pipeline(f.config, mine);
+  const std::string worker = worker_binary();
+  const std::string s1_dir = p.out_dir + "/stage1", s2_dir = p.out_dir + "/stage2";
+  const std::string resume_cmd = resume_command(argc, argv, {"--resume"});
+
+  auto with = [](Overrides base, const Overrides& more) {
+    for (const auto& [k, v] : more) set_override(base, k, v);
+    return base;
+  };
+  LaunchFlags eval_flags = f;
+  eval_flags.config = p.stage2;
+  eval_flags.np = eval_flags.dp = eval_flags.pp = eval_flags.tp = eval_flags.microbatches = 0;
+  eval_flags.schedule.clear();
+  eval_flags.hostfile.clear();
+  eval_flags.include.clear();
+  eval_flags.exclude.clear();
+
+  // Every stage's job, resolved and checked before the first one starts.
+  struct Step {
+    JobSpec spec;
+    LaunchFlags flags;
+    bool train = true;
+    const char* output = "";
+  };
+  std::vector<Step> steps;
+  {
+    Step s;
+    s.flags = f;
+    s.flags.config = p.stage1;
+    s.spec.title = "stage1";
+    s.spec.worker = worker;
+    s.spec.worker_args = {"train", "--config", p.stage1};
+    s.spec.layout = resolve_layout(s.flags, with(with(common, stage1), {{"job.out_dir", s1_dir}}), ConfigUse::kTrain);
+    s.spec.run_dir = s1_dir;
+    s.spec.checkpointed = true;
+    s.spec.resume_command = resume_cmd;
+    s.output = "graph_projector.bin";
+    steps.push_back(s);
+  }
+  {
+    Step s;
+    s.flags = f;
+    s.flags.config = p.stage2;
+    s.spec.title = "stage2";
+    s.spec.worker = worker;
+    s.spec.worker_args = {"train", "--config", p.stage2};
+    s.spec.layout = resolve_layout(
+        s.flags, with(with(common, stage2), {{"job.out_dir", s2_dir}, {"model.projector", s1_dir + "/graph_projector.bin"}}),
+        ConfigUse::kTrain);
+    s.spec.run_dir = s2_dir;
+    s.spec.checkpointed = true;
+    s.spec.resume_command = resume_cmd;
+    s.output = "graph_projector.bin";
+    steps.push_back(s);
+  }
+  if (!p.eval_instructions.empty()) {
+    for (int text_only = 0; text_only <= (p.eval_text_only ? 1 : 0); ++text_only) {
+      Step s;
+      s.flags = eval_flags;
+      s.train = false;
+      s.spec.title = text_only ? "eval (text only)" : "eval";
+      s.spec.worker = worker;
+      s.spec.run_dir = p.out_dir + (text_only ? "/eval_text_only" : "/eval");
+      s.spec.worker_args = {"eval", "--config", p.stage2, "--out", s.spec.run_dir};
+      Overrides o = with(with(common, eval), {{"model.projector", s2_dir + "/graph_projector.bin"},
+                                              {"data.instructions", p.eval_instructions},
+                                              {"job.out_dir", s2_dir}});
+      if (text_only) set_override(o, "eval.text_only", "true");
+      s.spec.layout = resolve_layout(eval_flags, o, ConfigUse::kEval);
+      s.spec.resume_command = resume_cmd;
+      s.output = "metrics.json";
+      steps.push_back(s);
+    }
+  }
+  for (const Step& s : steps)
+    if (s.train) {
+      const int rc = preflight(worker, s.spec.worker_args[2], s.spec.layout);
+      if (rc != 0) return rc;
+    }
+  if (f.dry_run) {
+    for (const Step& s : steps) std::printf("%s\n", shell_command(job_command(s.spec, s.flags)).c_str());
+    return 0;
+  }
+
+  std::vector<std::vector<std::string>> rows;
+  for (Step& s : steps) {
+    if (resume && finished(s.spec.run_dir, s.output)) {
+      std::printf("graphtune: pipeline: %s is finished (%s/%s), skipped\n", s.spec.title.c_str(),
+                  s.spec.run_dir.c_str(), s.output);
+      rows.push_back({s.spec.title, "skipped", "", s.spec.run_dir});
+      continue;
+    }
+    if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint_dir).empty())
+      set_override(s.spec.layout.overrides, "checkpoint.resume", "latest");
+    std::printf("graphtune: pipeline: %s\n", s.spec.title.c_str());
+    std::fflush(stdout);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = run_job(s.spec, s.flags);
+    if (rc != 0) return rc;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f", secs);
+    rows.push_back({s.spec.title, "done", buf, s.spec.run_dir});
+  }
+  std::printf("graphtune: pipeline finished: %s\n%s", p.out_dir.c_str(),
+              format_table({"stage", "status", "seconds", "folder"}, rows).c_str());
+  return 0;
+}
+
+}  // namespace gt
