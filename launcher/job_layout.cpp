@@ -92,8 +92,24 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
     check_fits(h, L.np, "--np");
     L.hostfile = f.hostfile;
     L.hostfile_text = openmpi_hostfile_text(h);
-    // mpirun fills hosts in order, each up to its slots.
-    L.ranks_per_host = std::min(L.np, h.hosts.front().slots);
+    // mpirun fills hosts in order, each up to its slots: the busiest host sets the threads.
+    L.ranks_per_host = 1;
+    for (size_t k = 0, left = static_cast<size_t>(L.np); k < h.hosts.size() && left > 0; ++k) {
+      const size_t n = std::min(left, static_cast<size_t>(h.hosts[k].slots));
+      L.ranks_per_host = std::max(L.ranks_per_host, static_cast<int>(n));
+      left -= n;
+    }
+    bool chosen_devices = false;
+    for (const Host& host : h.hosts) chosen_devices = chosen_devices || !host.slot_ids.empty();
+    int left = chosen_devices ? L.np : 0;  // check_fits: the hosts have room for them all
+    for (size_t k = 0; k < h.hosts.size() && left > 0; ++k) {
+      const int n = std::min(left, h.hosts[k].slots);
+      const std::vector<int> ids = device_ids(h.hosts[k]);
+      std::string visible;
+      for (int i = 0; i < n; ++i) visible += (i ? "," : "") + std::to_string(ids[static_cast<size_t>(i)]);
+      L.per_host.push_back({h.hosts[k].name, n, visible});
+      left -= n;
+    }
   } else {
     if (!f.include.empty() || !f.exclude.empty())
       fail(f.include.empty() ? "--exclude" : "--include", "needs --hostfile (it selects hosts of the hostfile)");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/train_config.hpp"
+#include "launcher/mpirun_command.hpp"
 
 namespace gt {
 
@@ -33,6 +34,8 @@ struct JobLayout {
   Overrides overrides;      // the user's, the parallelism flags', and the thread count
   std::string hostfile;     // the user's hostfile, as given ("" = this host)
   std::string hostfile_text;  // the OpenMPI hostfile mpirun gets (filtered by --include/--exclude)
+  // When a slot list chose devices: how many ranks go to each host and which devices they see.
+  std::vector<HostRanks> per_host;
   int ranks_per_host = 1;
   bool oversubscribe = false;
 };

@@ -14,9 +14,22 @@ std::vector<std::string> mpirun_argv(const MpirunSpec& spec) {
   // OpenMPI binds each rank to one core when np <= 2: a rank's intra-op threads would then share
   // that core. The worker sets its own thread count ([training].threads) for the cores it has.
   a.insert(a.end(), {"--bind-to", "none"});
-  for (const auto& name : spec.export_env) a.insert(a.end(), {"-x", name});
   a.insert(a.end(), spec.extra.begin(), spec.extra.end());
-  a.insert(a.end(), spec.program.begin(), spec.program.end());
+  if (spec.per_host.empty()) {
+    for (const auto& name : spec.export_env) a.insert(a.end(), {"-x", name});
+    a.insert(a.end(), spec.program.begin(), spec.program.end());
+    return a;
+  }
+  a.erase(a.begin() + 1, a.begin() + 3);  // each context has its own -np
+  for (size_t i = 0; i < spec.per_host.size(); ++i) {
+    const HostRanks& h = spec.per_host[i];
+    if (i > 0) a.push_back(":");
+    a.insert(a.end(), {"-np", std::to_string(h.np), "--host", h.host + ":" + std::to_string(h.np)});
+    // -x belongs to the app context it is given in: every context repeats it.
+    for (const auto& name : spec.export_env) a.insert(a.end(), {"-x", name});
+    a.insert(a.end(), {"-x", "CUDA_VISIBLE_DEVICES=" + h.visible_devices});
+    a.insert(a.end(), spec.program.begin(), spec.program.end());
+  }
   return a;
 }
 

@@ -6,6 +6,15 @@
 
 namespace gt {
 
+// Ranks on one host with the devices they may see: a --include/--exclude slot list picks GPUs,
+// which OpenMPI's hostfile cannot say, so each such host gets an app context of its own with
+// CUDA_VISIBLE_DEVICES (DeepSpeed's way); local rank i then uses the i-th device listed.
+struct HostRanks {
+  std::string host;
+  int np = 0;
+  std::string visible_devices;  // "0,2"
+};
+
 struct MpirunSpec {
   int np = 1;
   std::string hostfile;                 // an OpenMPI hostfile; "" = every rank on this host
@@ -14,6 +23,7 @@ struct MpirunSpec {
                                         // out of the command line, which `ps` shows to everyone)
   std::vector<std::string> extra;       // the user's own mpirun arguments (--mpirun-args), verbatim
   std::vector<std::string> program;     // the worker and its arguments
+  std::vector<HostRanks> per_host;      // non-empty: one app context per host (np is their sum)
 };
 
 std::vector<std::string> mpirun_argv(const MpirunSpec& spec);

@@ -199,6 +199,7 @@ std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& fla
   m.np = spec.layout.np;
   if (!spec.layout.hostfile_text.empty()) m.hostfile = spec.run_dir + "/logs/hostfile";
   m.oversubscribe = spec.layout.oversubscribe;
+  m.per_host = spec.layout.per_host;
   m.export_env = {control::kAddressEnv, control::kTokenEnv, control::kHeartbeatEnv};
   m.extra = split_shell_words(flags.mpirun_args, "--mpirun-args");
   m.program = {spec.worker};
@@ -256,7 +257,10 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
   const bool echo = ::isatty(1) == 0;
   JobSpec job_spec = spec;
   for (int attempt = 0;; ++attempt) {
-    if (attempt > 0) server = listen();  // a fresh token: nothing of the failed attempt can talk to this one
+    if (attempt > 0) {  // a fresh token: nothing of the failed attempt can talk to this one
+      server.reset();   // first: a --control-port of the user's is free again
+      server = listen();
+    }
     ::setenv(control::kAddressEnv, server->address().c_str(), 1);
     ::setenv(control::kTokenEnv, token.c_str(), 1);
     ::setenv(control::kHeartbeatEnv, fixed(flags.heartbeat_s, 2).c_str(), 1);

@@ -24,10 +24,17 @@ check "--np 4 --pp 2 sets dp 2" grep -q -- "--parallelism.dp 2" "$TMP/dry4.out"
 "$GT" train -c "$CFG" "${SHORT[@]}" --job.out_dir "$TMP/dry" --dry-run >"$TMP/dry1.out" 2>&1
 check "one rank runs the worker alone (no mpirun)" bash -c "grep -q 'graphtune-worker train' '$TMP/dry1.out' && ! grep -q mpirun '$TMP/dry1.out'"
 
+# A slot list picks devices: each host gets its own app context with CUDA_VISIBLE_DEVICES
+printf 'nodeA slots=2\nnodeB slots=2\n' >"$TMP/two.txt"
+"$GT" train -c "$CFG" "${SHORT[@]}" --hostfile "$TMP/two.txt" --include "nodeA:1@nodeB" --np 3 --job.out_dir "$TMP/dry" \
+  --training.batch_size 12 \
+  --dry-run >"$TMP/dry3.out" 2>&1
+check "--include nodeA:1@nodeB: rank 0 sees device 1 of nodeA" grep -q -- "-np 1 --host nodeA:1 .*CUDA_VISIBLE_DEVICES=1 " "$TMP/dry3.out"
+check "--include nodeA:1@nodeB: ranks 1, 2 see devices 0,1 of nodeB" grep -q -- " : -np 2 --host nodeB:2 .*CUDA_VISIBLE_DEVICES=0,1 " "$TMP/dry3.out"
+
 # --- bad input: one line naming the problem, exit 2, nothing started
 printf 'nodeA slots=2\nnodeB slot=2\n' >"$TMP/bad_syntax.txt"
 printf 'nodeA slots=0\n' >"$TMP/zero.txt"
-printf 'nodeA slots=2\nnodeB slots=2\n' >"$TMP/two.txt"
 expect_fail "hostfile with bad syntax" "bad_syntax.txt:2" -- \
   "$GT" train -c "$CFG" --hostfile "$TMP/bad_syntax.txt" --np 2 --job.out_dir "$TMP/bad"
 expect_fail "hostfile with zero slots" "zero.txt:1" -- "$GT" train -c "$CFG" --hostfile "$TMP/zero.txt" --job.out_dir "$TMP/bad"
@@ -38,6 +45,9 @@ expect_fail "--np larger than the slots" "--np 6" -- \
 expect_fail "--include without a hostfile" "--include" -- "$GT" train -c "$CFG" --include nodeA --job.out_dir "$TMP/bad"
 expect_fail "a flag contradicting an override" "contradicts --parallelism.pp 4" -- \
   "$GT" train -c "$CFG" --pp 2 --parallelism.pp 4 --job.out_dir "$TMP/bad"
+{ cat "$CFG"; printf '\n[parallelism]\ndp = 2\n'; } >"$TMP/dp2.toml"
+expect_fail "--np contradicting the config's [parallelism].dp" "--np 4: contradicts $TMP/dp2.toml: [parallelism].dp = 2" -- \
+  "$GT" train -c "$TMP/dp2.toml" --np 4 --job.out_dir "$TMP/bad"
 expect_fail "--np contradicting --dp x --pp" "--np 3" -- "$GT" train -c "$CFG" --np 3 --dp 1 --pp 2 --job.out_dir "$TMP/bad"
 expect_fail "--np not a multiple of pp" "not a multiple of pp x tp = 2" -- \
   "$GT" train -c "$CFG" --np 3 --pp 2 --job.out_dir "$TMP/bad"
@@ -108,6 +118,17 @@ sys.exit(0 if ok and same and want <= tags else 1)
 PYEOF
 check "metrics.jsonl and TensorBoard events read back" test $? -eq 0
 
+# --- on a terminal (a pseudo-terminal from `script`): a progress bar, the workers' lines in the log only
+if command -v script >/dev/null; then
+  script -qec "'$GT' train -c '$CFG' ${SHORT[*]} --job.out_dir '$TMP/tty'" "$TMP/tty.txt" >/dev/null 2>&1
+  check "on a terminal: exit 0" test $? -eq 0
+  check "on a terminal: a progress bar redrawn in place" grep -qaE $'\r\\[#+\\] step 6/6 ' "$TMP/tty.txt"
+  check "on a terminal: the workers' own lines go to the log, not the screen" \
+    bash -c "! grep -qa '^step     2/6 |' '$TMP/tty.txt' && grep -q '^step     2/6 |' '$TMP/tty/logs/workers.log'"
+else
+  echo "SKIP the terminal checks: no \`script\` (util-linux) here"
+fi
+
 # --- two hosts on one machine: mpirun starts nodeB's daemon through the fake rsh agent
 chmod +x "$ROOT/tests/cli/fake_rsh.sh" 2>/dev/null || true
 export FAKE_RSH_DIR=$TMP/fake-hosts
@@ -117,6 +138,12 @@ export FAKE_RSH_DIR=$TMP/fake-hosts
 check "a two-host job (4 ranks, dp 2 x pp 2) finishes" test $? -eq 0
 check "local ranks 0,1 on each host" test "$(grep -E '^ +[0-3] ' "$TMP/hosts.out" | awk '{print $3}' | tr -d '\n')" = "0101"
 check "the launcher wrote the hostfile mpirun used" grep -q "^nodeB slots=2" "$TMP/hosts/logs/hostfile"
+"$GT" train -c "$CFG" "${SHORT[@]}" --hostfile "$TMP/two.txt" --include "nodeA:1@nodeB" --np 3 \
+  --training.batch_size 12 --mpirun-args "--mca plm_rsh_agent $ROOT/tests/cli/fake_rsh.sh" --job.out_dir "$TMP/hosts3" \
+  >"$TMP/hosts3.out" 2>"$TMP/hosts3.err"
+check "a job on chosen devices of two hosts (3 ranks) finishes" test $? -eq 0
+check "its ranks are local rank 0 on nodeA and 0,1 on nodeB" \
+  test "$(grep -E '^ +[0-2] ' "$TMP/hosts3.out" | awk '{print $3}' | tr -d '\n')" = "001"
 "$GT" train -c "$CFG" "${SHORT[@]}" --job.out_dir "$TMP/one" >/dev/null 2>&1
 "$PY" - "$TMP/one/metrics.jsonl" "$TMP/hosts/metrics.jsonl" <<'PYEOF'
 import json, sys
