@@ -109,36 +109,24 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     const char* output = "";
   };
   std::vector<Step> steps;
-  {
+  auto add_training = [&](const std::string& title, const std::string& config, const Overrides& overrides,
+                          const std::string& dir) {
     Step s;
     s.flags = f;
-    s.flags.config = p.stage1;
-    s.spec.title = "stage1";
+    s.flags.config = config;
+    s.spec.title = title;
     s.spec.worker = worker;
-    s.spec.worker_args = {"train", "--config", p.stage1};
-    s.spec.layout = resolve_layout(s.flags, with(with(common, stage1), {{"job.out_dir", s1_dir}}), ConfigUse::kTrain);
-    s.spec.run_dir = s1_dir;
+    s.spec.worker_args = {"train", "--config", config};
+    s.spec.layout = resolve_layout(s.flags, with(overrides, {{"job.out_dir", dir}}), ConfigUse::kTrain);
+    s.spec.run_dir = dir;
     s.spec.checkpointed = true;
     s.spec.resume_command = resume_cmd;
     s.output = "graph_projector.bin";
     steps.push_back(s);
-  }
-  {
-    Step s;
-    s.flags = f;
-    s.flags.config = p.stage2;
-    s.spec.title = "stage2";
-    s.spec.worker = worker;
-    s.spec.worker_args = {"train", "--config", p.stage2};
-    s.spec.layout = resolve_layout(
-        s.flags, with(with(common, stage2), {{"job.out_dir", s2_dir}, {"model.projector", s1_dir + "/graph_projector.bin"}}),
-        ConfigUse::kTrain);
-    s.spec.run_dir = s2_dir;
-    s.spec.checkpointed = true;
-    s.spec.resume_command = resume_cmd;
-    s.output = "graph_projector.bin";
-    steps.push_back(s);
-  }
+  };
+  add_training("stage1", p.stage1, with(common, stage1), s1_dir);
+  add_training("stage2", p.stage2, with(with(common, stage2), {{"model.projector", s1_dir + "/graph_projector.bin"}}),
+               s2_dir);
   if (!p.eval_instructions.empty()) {
     for (int text_only = 0; text_only <= (p.eval_text_only ? 1 : 0); ++text_only) {
       Step s;
