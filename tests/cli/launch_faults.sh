@@ -4,6 +4,7 @@
 #    process of the job is left; with --max-restarts 1 it resumes from the newest committed
 #    checkpoint and ends with the uninterrupted run's weights, bit for bit;
 #  - a worker stopped with SIGSTOP: the heartbeat timeout names it;
+#  - the launcher killed with -9: no worker outlives it;
 #  - SIGTERM and SIGINT on the launcher: the workers save a checkpoint at the step they agree
 #    on, the launcher exits 143 / 130 and prints the command that resumes; that command ends
 #    with the uninterrupted run's weights.
@@ -83,6 +84,19 @@ check "the timeout names it" grep -q "error: rank 1 (pid $victim on .*) sent no 
 check "within the timeout and 10 s" test "$ms" -lt 13000
 sleep 0.5
 check "the stopped process is gone too" no_leftovers
+
+# --- kill -9 of the launcher itself: mpirun dies with it, and the workers with mpirun
+"$GT" train "${JOB[@]}" --job.out_dir "$TMP/orphan" >"$TMP/orphan.out" 2>&1 &
+launcher=$!
+wait_for_step "$TMP/orphan" 4
+kill -9 $launcher
+wait $launcher 2>/dev/null
+gone=0
+for _ in $(seq 100); do
+  if no_leftovers; then gone=1; break; fi
+  sleep 0.1
+done
+check "a launcher killed with -9 leaves no worker behind (within 10 s)" test $gone -eq 1
 
 # --- SIGTERM and SIGINT on the launcher: save, stop, say how to resume
 for sig in TERM INT; do
