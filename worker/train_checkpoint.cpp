@@ -15,8 +15,8 @@
 
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/shard_file.hpp"
-#include "common/error.hpp"
 #include "common/control_protocol.hpp"
+#include "common/error.hpp"
 #include "common/fs.hpp"
 #include "data/sha256.hpp"
 #include "worker/control_client.hpp"
@@ -249,7 +249,7 @@ TrainLoopHooks TrainCheckpoint::hooks() {
       control::report_step(m);
     };
   // Every rank asks every step, so they all stop after the same one: one rank's stop request
-  // is everyone's (a 4-byte all-reduce a step).
+  // is everyone's (one 8-byte all-reduce a step).
   h.should_stop = [this] {
     auto flag = torch::tensor({int64_t{control::stop_requested() ? 1 : 0}}, torch::kInt64);
     rt_.world->all_reduce_sum(flag);

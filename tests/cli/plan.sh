@@ -24,14 +24,8 @@ printf '%-22s %4s %12s %12s %8s\n' case rank measured estimated error >"$TMP/tab
 # config and compares every rank's peak with its pipeline stage's estimate.
 compare() {
   local name=$1 np=$2; shift 2
-  local start=$(date +%s)
-  if [ "$np" -eq 1 ]; then
-    "$W" train --config "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  else
-    "${MPIRUN[@]}" -np "$np" "$W" -c "$CFG" "$@" --job.out_dir "$TMP/$name" >"$TMP/$name.out" 2>"$TMP/$name.err"
-  fi
+  run "$name" "$np" "$@"
   local rc=$?
-  echo "     ($name: $np ranks, exit $rc, $(($(date +%s) - start)) s)"
   check "$name: training exits 0" [ "$rc" -eq 0 ] || { tail -3 "$TMP/$name.err"; return; }
   "$GT" plan -c "$CFG" "$@" --device cpu --ranks "$np" >"$TMP/$name.plan" 2>&1
   check "$name: plan exits 0" [ $? -eq 0 ] || { cat "$TMP/$name.plan"; return; }
