@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""GraphGPT's forward and backward in plain PyTorch, as an independent reference for graphtune.
+
+The LLM is Hugging Face's own `transformers.LlamaForCausalLM` (code nobody here wrote); on top
+of it a thin GraphGPT layer written from the paper's description (shared/notes/graphgpt.md,
+"The model"), not from graphtune's C++:
+
+  * GraphGPT's three tokens (<g_patch>, <g_start>, <g_end>) get new embedding rows (and LM-head
+    rows when untied) equal to the mean of the old rows, as GraphGPT's
+    smart_tokenizer_and_embedding_resize does;
+  * the graph encoder ("graph transformer"), vectorised over edges with index_add_;
+  * the projector, one nn.Linear(graph hidden -> LLM hidden);
+  * splicing: <g_start>/<g_end> positions take their learned rows, each graph's <g_patch> run
+    is overwritten with projector(encoder(subgraph)), node 0 first;
+  * the loss: transformers' own causal-LM loss (labels shifted by one, -100 ignored, mean over
+    the learned positions);
+  * what trains, as GraphGPT's tune_graph_mlp_adapter: projector and the two token rows; the
+    LLM and the encoder are frozen and the encoder runs without gradient.
+
+Inputs come from a folder graphtune's tests/graphgpt_reference_driver.cpp wrote (the batch in
+graphtune.safetensors, the encoder, projector and token rows as safetensors); the LLM from the
+Hugging Face folder the job named. CLI:
+
+  graphgpt_reference.py --llm HF_FOLDER --dir DRIVER_OUT [--heads 8]
+
+writes DRIVER_OUT/reference.safetensors (logits, loss, grad.projector.weight/.bias,
+grad.token_rows) and prints the differences from graphtune's.
+"""
+import argparse
+import re
+import sys
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+
+class GraphTransformer(torch.nn.Module):
+    """GraphGPT's graph encoder (eval mode: its dropout is the identity).
+
+    For every edge (r, c): q = z[r] Q, k = z[c] K, v = z[c] V (matrices [in, out]); per head
+    a = exp(clamp(<q, k>, -10, 10)) with no 1/sqrt(d); a is normalised over the edges with the
+    same receiver r (+1e-8); r receives sum a * v; residual and LayerNorm(eps 1e-6) per layer.
+    Parameter names are those of GraphGPT's released checkpoint."""
+
+    def __init__(self, weights, heads=8):
+        super().__init__()
+        self.heads = heads
+        self.layers = 1 + max(int(m.group(1)) for k in weights if (m := re.match(r"gtLayers\.(\d+)\.", k)))
+        for name, t in weights.items():
+            self.register_buffer(name.replace(".", "__"), t.to(torch.float32))
+        self.norm = f"gtLayers__0__norm__weight" in dict(self.named_buffers())
+
+    def w(self, name):
+        return getattr(self, name.replace(".", "__"))
+
+    @torch.no_grad()
+    def forward(self, x, edge_index):
+        r, c = edge_index[0].long(), edge_index[1].long()
+        z = F.linear(x.to(torch.float32), self.w("W_P.weight"), self.w("W_P.bias"))
+        n, d = z.shape
+        h = self.heads
+        for i in range(self.layers):
+            q = (z[r] @ self.w(f"gtLayers.{i}.qTrans")).view(-1, h, d // h)
+            k = (z[c] @ self.w(f"gtLayers.{i}.kTrans")).view(-1, h, d // h)
+            v = (z[c] @ self.w(f"gtLayers.{i}.vTrans")).view(-1, h, d // h)
+            score = torch.exp(torch.clamp((q * k).sum(-1), -10.0, 10.0))  # [E, H]
+            total = torch.zeros(n, h, dtype=z.dtype).index_add_(0, r, score)
+            att = score / (total[r] + 1e-8)
+            msg = torch.zeros(n, h, d // h, dtype=z.dtype).index_add_(0, r, att.unsqueeze(-1) * v)
+            z = z + msg.reshape(n, d)
+            if self.norm:
+                z = F.layer_norm(z, (d,), self.w(f"gtLayers.{i}.norm.weight"), self.w(f"gtLayers.{i}.norm.bias"), 1e-6)
+        return F.linear(z, self.w("inverW_P.weight"), self.w("inverW_P.bias"))
+
+
+def load_llm(folder, new_vocab, attn="eager"):
+    """transformers' LLaMA with GraphGPT's new rows appended (mean of the old ones), frozen."""
+    from transformers import LlamaForCausalLM
+
+    llm = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation=attn).eval()
+    old = llm.get_input_embeddings().weight.shape[0]
+    if new_vocab > old:
+        tied = llm.get_output_embeddings().weight is llm.get_input_embeddings().weight
+        with torch.no_grad():
+            old_in = llm.get_input_embeddings().weight.clone()
+            old_out = llm.get_output_embeddings().weight.clone()
+            llm.resize_token_embeddings(new_vocab, mean_resizing=False)
+            llm.get_input_embeddings().weight[old:] = old_in.mean(0)
+            if not tied:
+                llm.get_output_embeddings().weight[old:] = old_out.mean(0)
+    llm.requires_grad_(False)
+    return llm
+
+
+class GraphGpt(torch.nn.Module):
+    def __init__(self, llm, encoder, projector_weights, token_rows, token_ids):
+        super().__init__()
+        self.llm, self.encoder = llm, encoder
+        w = projector_weights["model.graph_projector.weight"]
+        self.projector = torch.nn.Linear(w.shape[1], w.shape[0])
+        with torch.no_grad():
+            self.projector.weight.copy_(w)
+            self.projector.bias.copy_(projector_weights["model.graph_projector.bias"])
+        self.token_rows = torch.nn.Parameter(torch.stack([token_rows["g_start"], token_rows["g_end"]]).float())
+        self.patch_id, self.start_id, self.end_id = (int(t) for t in token_ids)
+
+    def embed(self, input_ids, graphs):
+        """graphs: (row, start, x, edge_index) per graph."""
+        x = self.llm.get_input_embeddings()(input_ids)
+        ids = input_ids.unsqueeze(-1)
+        x = torch.where(ids == self.start_id, self.token_rows[0], torch.where(ids == self.end_id, self.token_rows[1], x))
+        x = x.clone()
+        for row, start, feats, edge_index in graphs:
+            n = feats.shape[0]
+            assert bool((input_ids[row, start:start + n] == self.patch_id).all()), "graph span is not <g_patch> tokens"
+            x[row, start:start + n] = self.projector(self.encoder(feats, edge_index))
+        return x
+
+    def forward(self, input_ids, attention_mask, graphs, labels=None):
+        return self.llm(inputs_embeds=self.embed(input_ids, graphs), attention_mask=attention_mask, labels=labels)
+
+
+def graphs_of(dump):
+    rows, starts = dump["graph_rows"].tolist(), dump["graph_starts"].tolist()
+    return [(r, s, dump[f"graph.{k}.x"], dump[f"graph.{k}.edge_index"]) for k, (r, s) in enumerate(zip(rows, starts))]
+
+
+def run_reference(llm_folder, driver_dir, heads=8, attn="eager"):
+    """Logits, loss and gradients of the batch graphtune's driver wrote into driver_dir."""
+    dump = load_file(f"{driver_dir}/graphtune.safetensors")
+    token_ids = dump["token_ids"].tolist()
+    llm = load_llm(llm_folder, max(token_ids) + 1, attn)
+    model = GraphGpt(llm, GraphTransformer(load_file(f"{driver_dir}/graph_encoder.safetensors"), heads),
+                     load_file(f"{driver_dir}/graph_projector.safetensors"),
+                     load_file(f"{driver_dir}/graph_tokens.safetensors"), token_ids)
+    out = model(dump["input_ids"], dump["attention_mask"], graphs_of(dump), labels=dump["labels"])
+    out.loss.backward()
+    return {"logits": out.logits.detach(), "loss": out.loss.detach(),
+            "grad.projector.weight": model.projector.weight.grad, "grad.projector.bias": model.projector.bias.grad,
+            "grad.token_rows": model.token_rows.grad}
+
+
+def differences(driver_dir, ref):
+    """max |graphtune - reference| per compared tensor (those graphtune wrote)."""
+    dump = load_file(f"{driver_dir}/graphtune.safetensors")
+    return {k: (dump[k].double() - v.double()).abs().max().item() for k, v in ref.items() if k in dump}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--llm", required=True, help="the job's Hugging Face LLM folder ([model].path)")
+    p.add_argument("--dir", required=True, help="the folder graphgpt_reference_driver wrote")
+    p.add_argument("--heads", type=int, default=8, help="graph encoder heads (GraphGPT: 8)")
+    p.add_argument("--attn", default="eager", choices=["eager", "sdpa"])
+    a = p.parse_args(argv)
+    torch.manual_seed(0)
+    ref = run_reference(a.llm, a.dir, a.heads, a.attn)
+    save_file({k: v.contiguous() for k, v in ref.items()}, f"{a.dir}/reference.safetensors")
+    for k, d in differences(a.dir, ref).items():
+        print(f"max |graphtune - reference| {k}: {d:.3e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

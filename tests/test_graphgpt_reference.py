@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""GraphGPT's forward and backward in graphtune against bench/reference/graphgpt_reference.py
+(transformers' LlamaForCausalLM plus an independent graph encoder, projector and splicing):
+on one batch the trainer builds from `data build` graph_matching records, the logits, the loss
+(mean over learned positions) and the gradients of the projector and the <g_start>/<g_end> rows
+must agree within 1e-4 (fp32), for
+  (a) stories260K (llama2.c, converted by `graphtune convert`), tied head, vocab 512 + 3;
+  (b) a wider LLaMA transformers writes itself: dim 512, 8 layers, 8 heads, 4 kv heads (GQA),
+      FFN 1376, untied head, random weights (seed 0), with the same tok512 tokenizer.
+Each batch has two rows of different lengths (right padding) and one graph per row.
+
+Environment (set by ctest): GRAPHTUNE_GRAPHGPT_REF_DRIVER, GRAPHTUNE_BIN, GRAPHTUNE_ASSETS,
+GRAPHTUNE_SOURCE_DIR. Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
+"""
+import json
+import os
+import sys
+import tempfile
+
+from oracle import check, finish, run, skip
+
+TOL = 1e-4
+COMPARED = ("logits", "loss", "grad.projector.weight", "grad.projector.bias", "grad.token_rows")
+
+assets = os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
+stories = os.path.join(assets, "llm", "stories260K.bin")
+tok512 = os.path.join(assets, "llm", "tok512.bin")
+driver = os.environ.get("GRAPHTUNE_GRAPHGPT_REF_DRIVER", "")
+launcher = os.environ.get("GRAPHTUNE_BIN", "")
+for what, path in (("stories260K", stories), ("tok512", tok512)):
+    if not os.path.exists(path):
+        skip(f"shared assets not found ({what}: {path})")
+if not os.path.exists(driver):
+    skip(f"GRAPHTUNE_GRAPHGPT_REF_DRIVER ({driver!r}) is not a built graphgpt_reference_driver")
+if not os.path.exists(launcher):
+    skip(f"GRAPHTUNE_BIN ({launcher!r}) is not a built graphtune")
+try:
+    import torch
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM
+except ImportError as e:
+    skip(f"python package missing: {e}")
+
+source = os.environ.get("GRAPHTUNE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(source, "bench", "reference"))
+import graphgpt_reference  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+torch.set_num_threads(2)
+
+
+def write_config(tmp, tag, model, records, max_len):
+    path = os.path.join(tmp, f"{tag}.toml")
+    with open(path, "w") as f:
+        f.write(f"""[job]
+name = "reference-{tag}"
+out_dir = "{tmp}/run-{tag}"
+[model]
+path = "{model}"
+tokenizer = "{tok512}"
+dtype = "fp32"
+[data]
+instructions = "{records}"
+graph = "embedded"
+max_len = {max_len}
+num_workers = 0
+[training]
+stage = "graph_matching"
+steps = 1
+batch_size = 2
+seed = 7
+trainable = "graphgpt"
+""")
+    return path
+
+
+def compare(tmp, tag, model, records, max_len):
+    out = os.path.join(tmp, f"out-{tag}")
+    p = run(driver, write_config(tmp, tag, model, records, max_len), out)
+    print(p.stdout.strip())
+    ref = graphgpt_reference.run_reference(model, out)
+    diffs = graphgpt_reference.differences(out, ref)
+    for name in COMPARED:
+        d = diffs.get(name)
+        check(f"{tag}: {name} within {TOL:g}", d is not None and d <= TOL,
+              "missing" if d is None else f"max |graphtune - reference| = {d:.3e}")
+    print(f"{tag}: loss graphtune {dumped(out)['loss'].item():.7f}, reference {ref['loss'].item():.7f}")
+    # Small gradients would pass an absolute bound whatever they were: relative to their size too.
+    for name in ("grad.projector.weight", "grad.token_rows"):
+        g = ref[name]
+        scale = g.abs().max().item()
+        check(f"{tag}: {name} is not zero and within 1e-3 of its size", scale > 1e-6 and diffs[name] <= 1e-3 * scale,
+              f"max |grad| = {scale:.3e}, relative difference {diffs[name] / max(scale, 1e-30):.2e}")
+    # The graphs must matter: the same batch without splicing gives other logits.
+    away = unspliced_difference(model, out)
+    check(f"{tag}: logits without the graphs differ", away > 100 * TOL, f"max difference {away:.3e}")
+
+
+def dumped(out):
+    from safetensors.torch import load_file
+    return load_file(os.path.join(out, "graphtune.safetensors"))
+
+
+def unspliced_difference(model, out):
+    d = dumped(out)
+    ids = d["token_ids"].tolist()
+    llm = graphgpt_reference.load_llm(model, max(ids) + 1)
+    with torch.no_grad():
+        logits = llm(input_ids=d["input_ids"], attention_mask=d["attention_mask"]).logits
+    return (logits - d["logits"]).abs().max().item()
+
+
+def short_records(src, dst):
+    """stories260K's context is 512 positions and a graph_matching record is ~800 tok512 tokens,
+    its answer last: cut at max_len, nothing would be learned. The same records (graphs, ids)
+    with the question's first sentence (which holds <graph>) and the answer's first 300 chars."""
+    records = json.load(open(src))
+    for r in records:
+        human, gpt = r["conversations"][0], r["conversations"][1]
+        human["value"] = human["value"][:human["value"].index(".", human["value"].index("<graph>")) + 1]
+        gpt["value"] = gpt["value"][:300]
+    json.dump(records, open(dst, "w"))
+    return dst
+
+
+def bench_model(tmp):
+    """A wider LLaMA than stories260K, written by transformers: GQA, untied head."""
+    folder = os.path.join(tmp, "bench-llama")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=512, hidden_size=512, intermediate_size=1376, num_hidden_layers=8,
+                      num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=1024,
+                      rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    LlamaForCausalLM(cfg).save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="gt_graphgpt_ref_") as tmp:
+        records = os.path.join(tmp, "gm.json")
+        run(launcher, "data", "build", "--graph", "embedded", "--task", "graph_matching", "--split", "train",
+            "--max-nodes", "4", "--max-records", "4", "--out", records)
+        hf = os.path.join(tmp, "stories-hf")
+        run(launcher, "convert", "--model", stories, "--out", hf)
+        compare(tmp, "stories260K", hf, short_records(records, os.path.join(tmp, "gm-short.json")), 512)
+        compare(tmp, "bench-512x8", bench_model(tmp), records, 1024)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
