@@ -11,7 +11,8 @@
 # scripts/demo.sh once first). Per layout it prints the median step of rank 0 (forward,
 # backward and communication), the speed-up over one rank with one thread, the simulator's
 # bubble for the schedule next to the measured one (1 - the mean share of the step the
-# stages spent computing), peak RSS and the most micro-batches in flight per rank.
+# stages spent computing), peak RSS, the most micro-batches in flight and the most tensor bytes
+# a step allocated (activations: what a schedule's in-flight micro-batches cost) per rank.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CFG=${1:-configs/demo/stage1.toml}
@@ -34,7 +35,7 @@ layouts=(
   "tp2|2|--training.threads 1 --parallelism.tp 2"
 )
 
-printf "%-18s %5s %10s %8s %9s %9s  %-22s %s\n" layout ranks "step ms" "vs 1x1" "sim bub" "meas bub" "peak RSS MiB/rank" "in flight/rank"
+printf "%-18s %5s %10s %8s %9s %9s  %-22s %-15s %s\n" layout ranks "step ms" "vs 1x1" "sim bub" "meas bub" "peak RSS MiB/rank" "in flight/rank" "step tensors MiB/rank"
 base=""
 for row in "${layouts[@]}"; do
   IFS='|' read -r name np args <<<"$row"
@@ -53,6 +54,8 @@ for row in "${layouts[@]}"; do
   rss=$(grep -o 'rank [0-9]*: peak RSS [0-9]*' "$OUT/$name.err" | sort -k2n | awk '{printf "%s%s", sep, $5; sep="/"}')
   fly=$(grep -o 'rank [0-9]*: .*at most [0-9]* micro' "$OUT/$name.err" | sort -k2n | grep -o 'most [0-9]*' |
         awk '{printf "%s%s", sep, $2; sep="/"}')
-  printf "%-18s %5s %10s %8s %9s %9s  %-22s %s\n" "$name" "$np" "$step" \
-    "$(awk -v a="$base" -v b="$step" 'BEGIN {printf "%.2fx", a / b}')" "$sim" "$busy" "$rss" "$fly"
+  tensors=$(grep -o 'rank [0-9]*: .*peak step tensors [0-9.]*' "$OUT/$name.err" | sort -k2n | grep -o 'tensors [0-9.]*' |
+            awk '{printf "%s%s", sep, $2; sep="/"}')
+  printf "%-18s %5s %10s %8s %9s %9s  %-22s %-15s %s\n" "$name" "$np" "$step" \
+    "$(awk -v a="$base" -v b="$step" 'BEGIN {printf "%.2fx", a / b}')" "$sim" "$busy" "$rss" "$fly" "$tensors"
 done

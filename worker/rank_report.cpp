@@ -41,9 +41,10 @@ double peak_rss_mib() {
 void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
   std::fprintf(stderr,
                "graphtune: rank %d: peak RSS %.0f MiB, at most %d micro-batches in flight, %lld gradient buckets "
-               "reduced, median step %.1f ms, computing %.1f%% of it\n",
+               "reduced, median step %.1f ms, computing %.1f%% of it, peak step tensors %.1f MiB\n",
                rt.world_rank, peak_rss_mib(), runner.peak_in_flight(), static_cast<long long>(runner.reductions()),
-               runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100);
+               runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100,
+               static_cast<double>(runner.peak_step_bytes()) / (1 << 20));
 }
 
 TrainLogFile::TrainLogFile(const std::string& dir, int64_t resumed_at) {

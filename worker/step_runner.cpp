@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "model/memory_tracker.hpp"
 #include "parallel/grad_reducer.hpp"
 #include "parallel/pipeline_executor.hpp"
 #include "parallel/schedule.hpp"
@@ -12,7 +13,7 @@
 namespace gt {
 
 StepRunner::StepRunner(ParallelRuntime& rt, const TrainConfig& cfg, StepParams params)
-    : rt_(rt), cfg_(cfg), params_(std::move(params)) {
+    : rt_(rt), cfg_(cfg), params_(std::move(params)), memory_(std::make_unique<CpuMemoryTracker>()) {
   if (rt_.shape.dp > 1)
     reducer_ = std::make_unique<GradReducer>(*rt_.dp, params_.trainable,
                                              static_cast<int64_t>(cfg_.bucket_mb * 1024 * 1024));
@@ -38,6 +39,8 @@ double StepRunner::busy_fraction() const { return pipeline_seconds_ > 0 ? comput
 
 StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   const auto start = std::chrono::steady_clock::now();
+  const int64_t held = memory_->current_bytes();  // weights, optimizer state: not the step's
+  memory_->reset_peak();
   // Learned positions and tokens of the whole global batch, before any backward: every
   // micro-batch's loss is divided by the step's total (see the header).
   auto [learned, tokens] = model.load(step);
@@ -85,6 +88,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   rt_.dp->all_reduce_sum(loss);
   rt_.pp->all_reduce_sum(loss);
   step_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  peak_step_bytes_ = std::max(peak_step_bytes_, memory_->peak_bytes() - held);
   return StepOutcome{loss.item<double>(), counts[1].item<int64_t>()};
 }
 

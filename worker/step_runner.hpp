@@ -24,6 +24,7 @@
 
 namespace gt {
 
+class CpuMemoryTracker;
 class GradReducer;
 class PipelineExecutor;
 
@@ -67,6 +68,9 @@ class StepRunner {
   // stage spent computing (1 without a pipeline): one minus it is the stage's measured bubble.
   double median_step_seconds() const;
   double busy_fraction() const;
+  // The most tensor bytes a step allocated on top of what was held before it (activations,
+  // their gradients, communication buffers): what a schedule's in-flight micro-batches cost.
+  int64_t peak_step_bytes() const { return peak_step_bytes_; }
 
  private:
   ParallelRuntime& rt_;
@@ -77,6 +81,8 @@ class StepRunner {
   int peak_in_flight_ = 0;
   std::vector<double> step_seconds_;
   double pipeline_seconds_ = 0, compute_seconds_ = 0;
+  std::unique_ptr<CpuMemoryTracker> memory_;  // counts the CPU allocator's tensor bytes
+  int64_t peak_step_bytes_ = 0;
 };
 
 }  // namespace gt
