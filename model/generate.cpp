@@ -74,16 +74,33 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
   if (prompt.empty()) return out;
   const int64_t capacity = std::min<int64_t>(cfg.max_seq_len, static_cast<int64_t>(prompt.size()) + params.max_new_tokens);
   if (static_cast<int64_t>(prompt.size()) > capacity) return out;
-  KVCache cache = model->new_cache(1, capacity);
   Sampler sampler(params.temperature, params.top_p, params.seed);
-
   std::vector<int64_t> ids(prompt.begin(), prompt.end());
+  const auto finished = [&](int32_t next) { return next == cfg.bos_id || next == cfg.eos_id || next == params.stop_id; };
+
+  if (!params.kv_cache) {
+    // Only the last position's logits are needed, so the head runs on it alone: the baseline
+    // pays for recomputing the sequence, not for a [T, vocab] projection it would throw away.
+    while (static_cast<int64_t>(out.size()) < params.max_new_tokens && static_cast<int64_t>(ids.size()) <= capacity) {
+      auto x = model->embed(torch::tensor(ids, torch::kInt64).view({1, -1}));
+      auto h = model->forward_layers(x, {}, 0, cfg.n_layers);
+      auto last = model->head(h.narrow(1, h.size(1) - 1, 1)).view({-1}).contiguous();
+      int32_t next = sampler.sample(last.data_ptr<float>(), cfg.vocab_size);
+      if (finished(next)) break;
+      out.push_back(next);
+      on_token(next);
+      ids.push_back(next);
+    }
+    return out;
+  }
+
+  KVCache cache = model->new_cache(1, capacity);
   auto input = torch::tensor(ids, torch::kInt64).view({1, -1});
   while (static_cast<int64_t>(out.size()) < params.max_new_tokens && cache.len < capacity) {
     auto logits = model->forward(input, {}, &cache);  // [1, T, V]
     auto last = logits.select(1, logits.size(1) - 1).contiguous();
     int32_t next = sampler.sample(last.data_ptr<float>(), cfg.vocab_size);
-    if (next == cfg.bos_id || next == cfg.eos_id || next == params.stop_id) break;
+    if (finished(next)) break;
     out.push_back(next);
     on_token(next);
     input = torch::tensor({static_cast<int64_t>(next)}, torch::kInt64).view({1, 1});

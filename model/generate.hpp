@@ -16,6 +16,9 @@ struct SamplingParams {
   uint64_t seed = 0;         // 0 = from the clock
   int64_t max_new_tokens = 256;
   int32_t stop_id = -1;      // one more id that ends generation (a chat template's end of turn)
+  // false: no KV cache; every step reruns the whole sequence so far and keeps the last
+  // position's logits. Same tokens, quadratic cost: the baseline the cache is measured against.
+  bool kv_cache = true;
 };
 
 // Runs the prompt through the model, then samples up to max_new_tokens more. on_token(id) is

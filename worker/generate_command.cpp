@@ -22,6 +22,7 @@ struct GenerateArgs {
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
   int threads = 0;
+  bool no_kv_cache = false;
 };
 
 // run.c's safe_printf: stray bytes of a split UTF-8 character never reach the terminal.
@@ -79,6 +80,7 @@ int run_generate(const GenerateArgs& a) {
   sp.seed = a.seed;
   sp.max_new_tokens = a.max_new_tokens;
   sp.stop_id = stop;
+  sp.kv_cache = !a.no_kv_cache;
   auto t0 = std::chrono::steady_clock::now();
   auto out = generate(model, prompt, sp, [&](int32_t id) {
     print_piece(tok->decode_piece(prev, id));
@@ -107,6 +109,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--seed", a->seed, "sampling seed (0 = from the clock)");
   sub->add_option("--dtype", a->dtype, "fp32 or bf16");
   sub->add_option("--threads", a->threads, "CPU threads (0 = libtorch's default, OMP_NUM_THREADS)");
+  sub->add_flag("--no-kv-cache", a->no_kv_cache,
+                "recompute the whole sequence for every new token (the baseline the KV cache is measured against)");
   sub->callback([a, &exit_code] { exit_code = run_generate(*a); });
 }
 
