@@ -49,16 +49,29 @@ Overrides user_overrides(const std::vector<std::string>& extra) {
   return o;
 }
 
+// A job of the worker's `subcommand` on this config, its layout not yet resolved.
+JobSpec worker_job(const std::string& subcommand, const std::string& config) {
+  JobSpec spec;
+  spec.title = subcommand;
+  spec.worker = worker_binary();
+  spec.worker_args = {subcommand};
+  if (!config.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--config", config});
+  return spec;
+}
+
+// --dry-run prints the command; otherwise the job runs.
+int run_or_print(const JobSpec& spec, const LaunchFlags& f) {
+  if (!f.dry_run) return run_job(spec, f);
+  std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
+  return 0;
+}
+
 int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& resume, bool skip, int argc,
               char** argv) {
   Overrides user = user_overrides(extra);
   if (!resume.empty()) set_override(user, "checkpoint.resume", resume);
   if (skip) set_override(user, "data.skip_invalid", "true");
-  JobSpec spec;
-  spec.title = "train";
-  spec.worker = worker_binary();
-  spec.worker_args = {"train"};
-  if (!f.config.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--config", f.config});
+  JobSpec spec = worker_job("train", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kTrain);
   spec.run_dir = spec.layout.cfg.out_dir;
   spec.checkpointed = true;
@@ -67,29 +80,17 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
     const int rc = preflight(spec.worker, f.config, spec.layout);
     if (rc != 0) return rc;
   }
-  if (f.dry_run) {
-    std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
-    return 0;
-  }
-  return run_job(spec, f);
+  return run_or_print(spec, f);
 }
 
 int run_eval(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& out, bool skip) {
   Overrides user = user_overrides(extra);
   if (skip) set_override(user, "data.skip_invalid", "true");
-  JobSpec spec;
-  spec.title = "eval";
-  spec.worker = worker_binary();
-  spec.worker_args = {"eval"};
-  if (!f.config.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--config", f.config});
+  JobSpec spec = worker_job("eval", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kEval);
   spec.run_dir = out.empty() ? spec.layout.cfg.eval_out_dir : out;
   if (!out.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--out", out});
-  if (f.dry_run) {
-    std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
-    return 0;
-  }
-  return run_job(spec, f);
+  return run_or_print(spec, f);
 }
 
 }  // namespace
