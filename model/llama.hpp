@@ -52,7 +52,8 @@ class LlamaImpl : public torch::nn::Module {
   // The two halves of forward_embeds, for pipeline stages (worker/pipeline_stages.hpp): decoder
   // layers [first, last) on hidden states [B, T, dim] (no cache; checkpointed when switched on),
   // and the final norm and head (logits float32). forward_embeds without a cache is
-  // head(forward_layers(x, key_mask, 0, n_layers)).
+  // head(forward_layers(x, key_mask, 0, n_layers)) at every real position; with right padding,
+  // forward_layers leaves the padded positions' outputs unmasked (they are never learned).
   torch::Tensor forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last);
   torch::Tensor head(const torch::Tensor& x);
 

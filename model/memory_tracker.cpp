@@ -4,7 +4,10 @@
 #include <c10/core/CPUAllocator.h>
 
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
 
 namespace gt {
 
@@ -20,28 +23,36 @@ class CountingAllocator final : public c10::Allocator {
   std::atomic<int64_t> current{0}, peak{0};
 
   c10::DataPtr allocate(size_t n) override {
-    // A DataPtr's context is one pointer, and the freed block's size is not passed to the
-    // deleter: the block (the inner DataPtr and its size) becomes the context instead.
-    auto* block = new Block{inner->allocate(n), static_cast<int64_t>(n)};
-    const int64_t now = current.fetch_add(block->bytes) + block->bytes;
+    c10::DataPtr block = inner->allocate(n);
+    void* data = block.get();
+    if (!data) return block;  // an empty allocation: nothing to count
+    const c10::Device device = block.device();
+    const int64_t bytes = static_cast<int64_t>(n);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_.emplace(data, Block{std::move(block), bytes});
+    }
+    const int64_t now = current.fetch_add(bytes) + bytes;
     int64_t seen = peak.load();
     while (now > seen && !peak.compare_exchange_weak(seen, now)) {
     }
-    void* data = block->inner.get();
-    const c10::Device device = block->inner.device();
-    return {data, block, &free_block, device};
+    // The context is the data pointer itself, as raw_allocate requires (libtorch's CPU flash
+    // attention allocates its buffers that way): the deleter finds the block by its address.
+    return {data, data, &free_block, device};
   }
-
+  c10::DeleterFnPtr raw_deleter() const override { return &free_block; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
 
  private:
   struct Block {
-    c10::DataPtr inner;
+    c10::DataPtr inner;  // frees the memory through the inner allocator's deleter
     int64_t bytes;
   };
-  static void free_block(void* ctx);
+  static void free_block(void* data);
+  std::mutex mutex_;
+  std::unordered_map<void*, Block> blocks_;
 };
 
 // Never destroyed: storages allocated through it may be freed at any time, process exit included.
@@ -50,10 +61,17 @@ CountingAllocator& counting() {
   return *a;
 }
 
-void CountingAllocator::free_block(void* ctx) {
-  auto* block = static_cast<Block*>(ctx);
-  counting().current.fetch_sub(block->bytes);
-  delete block;  // the inner DataPtr frees the memory through the inner allocator's deleter
+void CountingAllocator::free_block(void* data) {
+  CountingAllocator& a = counting();
+  c10::DataPtr inner;  // destroyed after the lock is released
+  {
+    std::lock_guard<std::mutex> lock(a.mutex_);
+    auto it = a.blocks_.find(data);
+    if (it == a.blocks_.end()) return;
+    a.current.fetch_sub(it->second.bytes);
+    inner = std::move(it->second.inner);
+    a.blocks_.erase(it);
+  }
 }
 
 }  // namespace
