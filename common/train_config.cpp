@@ -122,6 +122,8 @@ TrainConfig read_train_config(const std::string& path,
   c.threads = r.get_int("training", "threads", c.threads);
   c.activation_checkpointing = r.get_bool("training", "activation_checkpointing", c.activation_checkpointing);
   if (c.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
+  c.on_nonfinite = one_of("training", "on_nonfinite", c.on_nonfinite, {"skip_step", "abort"});
+  c.max_skipped_in_a_row = positive("training", "max_skipped_in_a_row", c.max_skipped_in_a_row);
 
   one_of("optimizer", "name", "adamw", {"adamw"});
   c.lr = in_range("optimizer", "lr", c.lr, 0.0, 10.0);

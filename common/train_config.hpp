@@ -60,6 +60,12 @@ struct TrainConfig {
   // Recompute each decoder layer's activations in the backward pass instead of keeping them:
   // less memory for one more forward of every layer.
   bool activation_checkpointing = false;
+  // A step whose loss or gradient norm is NaN or infinite (a bad record, an overflow): with
+  // "skip_step" its update is not applied (all ranks skip the same step; counted and
+  // reported), and the run aborts once max_skipped_in_a_row steps in a row were skipped (a
+  // diverged model, not a bad batch); with "abort" the first one ends the run.
+  std::string on_nonfinite = "skip_step";
+  int64_t max_skipped_in_a_row = 5;
 
   // [optimizer] AdamW
   double lr = 3e-3, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -76,6 +77,7 @@ struct RunView {
   double last_loss = 0, tokens_per_s_sum = 0;
   int64_t steps_seen = 0;
   std::string newest_checkpoint;
+  std::vector<int64_t> skipped_steps;  // over every attempt
 
   RunView(const std::string& run_dir, bool append, int64_t every) : dir(run_dir), append(append), log_every(every) {}
 
@@ -101,9 +103,17 @@ struct RunView {
       if (!progress) progress = std::make_unique<ProgressView>(stdout, ::isatty(1) != 0, m.steps, log_every);
       progress->on_step(m);
       const double t = wall_time_s();
-      metrics().write({{"step", m.step}, {"steps", m.steps}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm},
-                     {"tokens_per_s", m.tokens_per_s}, {"rss_mib", m.rss_mib}, {"peak_rss_mib", m.peak_rss_mib},
-                     {"time", t}, {"attempt", attempt}});
+      // A step the workers skipped ([training].on_nonfinite) comes without a gradient norm.
+      const bool skipped = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
+      nlohmann::json record{{"step", m.step},   {"steps", m.steps},   {"loss", m.loss},
+                            {"lr", m.lr},       {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
+                            {"rss_mib", m.rss_mib}, {"peak_rss_mib", m.peak_rss_mib}, {"time", t},
+                            {"attempt", attempt}};
+      if (skipped) {
+        record["skipped"] = true;
+        skipped_steps.push_back(m.step);
+      }
+      metrics().write(record);
       tensorboard().add_scalar("train/loss", m.step, m.loss, t);
       tensorboard().add_scalar("train/lr", m.step, m.lr, t);
       tensorboard().add_scalar("train/grad_norm", m.step, m.grad_norm, t);
@@ -161,6 +171,13 @@ void print_summary(const std::string& title, const JobResult& res, const RunView
   if (view.checkpoints) line += ", newest checkpoint " + view.newest_checkpoint;
   std::fprintf(stdout, "graphtune: %s\n%s", line.c_str(),
                format_table({"rank", "host", "local rank", "device", "status", "peak RSS MiB"}, rows).c_str());
+  if (!view.skipped_steps.empty()) {
+    std::string steps;
+    for (int64_t s : view.skipped_steps) steps += (steps.empty() ? "" : ", ") + std::to_string(s);
+    const size_t n = view.skipped_steps.size();
+    std::fprintf(stdout, "graphtune: %zu step%s skipped (loss or gradients not finite): %s\n", n, n == 1 ? "" : "s",
+                 steps.c_str());
+  }
   const auto& d = res.drops;
   if (d.unauthenticated + d.oversized + d.malformed > 0)
     std::fprintf(stdout, "graphtune: control messages dropped: %lld unauthenticated, %lld oversized, %lld malformed\n",
@@ -201,6 +218,9 @@ std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& fla
   m.oversubscribe = spec.layout.oversubscribe;
   m.per_host = spec.layout.per_host;
   m.export_env = {control::kAddressEnv, control::kTokenEnv, control::kHeartbeatEnv};
+  // The tests' fault injection (a rank killed inside a checkpoint write) reaches the ranks on
+  // every host, not only those mpirun starts here with its own environment.
+  if (std::getenv("GRAPHTUNE_TEST_KILL_IN_SAVE")) m.export_env.push_back("GRAPHTUNE_TEST_KILL_IN_SAVE");
   m.extra = split_shell_words(flags.mpirun_args, "--mpirun-args");
   m.program = {spec.worker};
   m.program.insert(m.program.end(), spec.worker_args.begin(), spec.worker_args.end());

@@ -4,6 +4,8 @@ safetensors package, nothing of graphtune's own code. Each tensor is assembled f
 
   read_checkpoint.py same DIR DIR...   every model/ and optim/ tensor of the checkpoints is equal,
                                        bit for bit (rng/ states belong to ranks of one layout)
+  read_checkpoint.py same-state DIR DIR...   the same, of checkpoints of different steps (a
+                                       skipped step leaves the state as it was)
   read_checkpoint.py keys DIR          prints the keys and how many chunks each has
 """
 import json
@@ -33,13 +35,14 @@ def assemble(folder):
     return index, out, chunks
 
 
-def same(folders):
+def same(folders, same_step=True):
     ref_index, ref, _ = assemble(folders[0])
     keys = sorted(k for k in ref if not k.startswith("rng/"))
     assert any(k.startswith("optim/") for k in keys), f"{folders[0]}: no optimizer state"
     for folder in folders[1:]:
         index, got, _ = assemble(folder)
-        assert index["step"] == ref_index["step"], (index["step"], ref_index["step"])
+        if same_step:
+            assert index["step"] == ref_index["step"], (index["step"], ref_index["step"])
         mine = sorted(k for k in got if not k.startswith("rng/"))
         assert mine == keys, f"{folder}: keys {mine} vs {keys}"
         for k in keys:
@@ -51,6 +54,8 @@ def same(folders):
 if __name__ == "__main__":
     if sys.argv[1] == "same":
         same(sys.argv[2:])
+    elif sys.argv[1] == "same-state":
+        same(sys.argv[2:], same_step=False)
     elif sys.argv[1] == "keys":
         _, tensors, chunks = assemble(sys.argv[2])
         for k in sorted(tensors):

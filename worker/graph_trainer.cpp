@@ -195,9 +195,9 @@ int run_graph_stage(const TrainConfig& cfg, const World& world) {
       [&](const StepLog& l) {
         log_file.write(l);
         if (!rt.reports()) return;
-        std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | data wait %.2f s\n",
+        std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s | data wait %.2f s%s\n",
                      static_cast<long long>(l.step), static_cast<long long>(steps), l.loss, l.lr, l.grad_norm,
-                     l.tokens_per_s, stream.wait_seconds());
+                     l.tokens_per_s, stream.wait_seconds(), skipped_note(l).c_str());
       },
       checkpoint.hooks());
   report_rank_peak(rt, runner);

@@ -196,9 +196,9 @@ int run_lm_stage(const TrainConfig& cfg, const World& world) {
       [&](const LmLogLine& l) {
         log_file.write(l);
         if (!rt.reports()) return;
-        std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n",
+        std::fprintf(stderr, "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s%s\n",
                      static_cast<long long>(l.step), static_cast<long long>(cfg.steps), l.loss, l.lr, l.grad_norm,
-                     l.tokens_per_s);
+                     l.tokens_per_s, skipped_note(l).c_str());
       },
       [&](const StepRunner& runner) { report_rank_peak(rt, runner); }, checkpoint.hooks());
 

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -47,6 +48,10 @@ void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
                static_cast<double>(runner.peak_step_bytes()) / (1 << 20));
 }
 
+std::string skipped_note(const StepLog& line) {
+  return line.skipped ? " | " + std::to_string(line.skipped) + " skipped" : "";
+}
+
 TrainLogFile::TrainLogFile(const std::string& dir, int64_t resumed_at) {
   if (dir.empty()) return;
   make_dirs(dir);
@@ -68,10 +73,23 @@ TrainLogFile::~TrainLogFile() {
   if (f_) std::fclose(f_);
 }
 
+namespace {
+// JSON has no NaN: a window of skipped steps only has no loss (null).
+std::string json_number(double v, int digits) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  return buf;
+}
+}  // namespace
+
 void TrainLogFile::write(const StepLog& l) {
   if (!f_) return;
-  std::fprintf(f_, "{\"step\":%lld,\"loss\":%.17g,\"lr\":%.17g,\"grad_norm\":%.17g,\"tokens_per_s\":%.6g}\n",
-               static_cast<long long>(l.step), l.loss, l.lr, l.grad_norm, l.tokens_per_s);
+  std::fprintf(f_, "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s",
+               static_cast<long long>(l.step), json_number(l.loss, 17).c_str(), json_number(l.lr, 17).c_str(),
+               json_number(l.grad_norm, 17).c_str(), json_number(l.tokens_per_s, 6).c_str());
+  if (l.skipped) std::fprintf(f_, ",\"skipped\":%lld", static_cast<long long>(l.skipped));
+  std::fputs("}\n", f_);
   std::fflush(f_);
 }
 

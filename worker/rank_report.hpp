@@ -16,6 +16,8 @@ class StepRunner;
 void report_layout(const ParallelRuntime& rt, const TrainConfig& cfg);
 // Peak resident memory of this process and the most micro-batches it held at once (every rank).
 void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner);
+// " | 2 skipped" for a log line whose window had skipped steps ([training].on_nonfinite); "" otherwise.
+std::string skipped_note(const StepLog& line);
 // Peak resident set size of this process, MiB (getrusage).
 double peak_rss_mib();
 

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "model/memory_tracker.hpp"
 #include "parallel/grad_reducer.hpp"
@@ -11,6 +15,22 @@
 #include "parallel/schedule.hpp"
 
 namespace gt {
+namespace {
+
+// Fault injection for the tests: GRAPHTUNE_TEST_NONFINITE=RANK:STEP (or RANK:FIRST-LAST) puts a
+// NaN into that world rank's gradients (its loss, if it has none) at those optimizer steps
+// (1-based), after every reduction: only that rank sees it, so the policy must bring the other
+// ranks along.
+bool inject_nonfinite(int rank, int64_t step) {
+  const char* v = std::getenv("GRAPHTUNE_TEST_NONFINITE");
+  long long r = -1, first = 0, last = 0;
+  if (!v) return false;
+  const int n = std::sscanf(v, "%lld:%lld-%lld", &r, &first, &last);
+  if (n == 2) last = first;
+  return n >= 2 && r == rank && step >= first && step <= last;
+}
+
+}  // namespace
 
 StepRunner::StepRunner(ParallelRuntime& rt, const TrainConfig& cfg, StepParams params)
     : rt_(rt), cfg_(cfg), params_(std::move(params)), memory_(std::make_unique<CpuMemoryTracker>()) {
@@ -82,6 +102,14 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
     for (auto& p : params_.tied)
       if (p.grad().defined()) rt_.ends->all_reduce_sum(p.mutable_grad());
 
+  if (inject_nonfinite(rt_.world_rank, step + 1)) {
+    torch::NoGradGuard ng;
+    auto poisoned = std::find_if(params_.trainable.begin(), params_.trainable.end(),
+                                 [](const torch::Tensor& p) { return p.grad().defined(); });
+    if (poisoned != params_.trainable.end()) poisoned->mutable_grad().view(-1)[0].fill_(std::nan(""));
+    else local_loss = std::nan("");
+  }
+
   // The loss lives on the last stage of each pipeline: sum over the replicas, then hand it to
   // every stage (the others contribute zero), so every rank can report it.
   auto loss = torch::tensor({rt_.last_stage() ? local_loss : 0.0}, torch::kFloat64);
@@ -107,7 +135,16 @@ double StepRunner::grad_norm() const {
   auto t = torch::tensor({sq}, torch::kFloat64);
   rt_.tp->all_reduce_sum(t);
   rt_.pp->all_reduce_sum(t);
-  return std::sqrt(t.item<double>());
+  const double norm = std::sqrt(t.item<double>());
+  // The replicas' gradients are summed, so a NaN from backward reaches all of them; one that
+  // arises after the sum (on one replica only) must not leave the others stepping alone:
+  // whether the norm is finite is agreed on over dp (8 bytes).
+  if (rt_.shape.dp > 1) {
+    auto bad = torch::tensor({int64_t{std::isfinite(norm) ? 0 : 1}}, torch::kInt64);
+    rt_.dp->all_reduce_sum(bad);
+    if (bad.item<int64_t>() > 0) return std::nan("");
+  }
+  return norm;
 }
 
 }  // namespace gt

@@ -226,6 +226,7 @@ int64_t TrainCheckpoint::resume() {
 TrainLoopHooks TrainCheckpoint::hooks() {
   TrainLoopHooks h;
   h.first_step = first_step_;
+  h.rank = rt_.world_rank;
   h.restore = [this](torch::optim::AdamW* opt) {
     restore_optimizer(opt);
     // A run resumed at its last step trains nothing; at another layout or into another folder,

@@ -4,10 +4,57 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "worker/lr_schedule.hpp"
 
 namespace gt {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+// [training].on_nonfinite: whether a step with a non-finite loss or gradient norm is skipped,
+// or ends the run. Skipping is the default because one bad record must not cost a run of days;
+// a run of skips in a row means the model itself diverged, and that stops it.
+class NonFinitePolicy {
+ public:
+  NonFinitePolicy(const TrainConfig& cfg, int rank) : cfg_(cfg), rank_(rank) {}
+
+  // True when the step's update is to be applied; false when it is skipped; throws to abort.
+  bool admit(int64_t step, double loss, double norm) {
+    if (std::isfinite(loss) && std::isfinite(norm)) {
+      in_a_row_ = 0;
+      return true;
+    }
+    const std::string what = "step " + std::to_string(step) + ": the loss is " + number(loss) +
+                             " and the gradient norm " + number(norm) + " on every rank";
+    if (cfg_.on_nonfinite == "abort")
+      throw std::runtime_error(what + " ([training].on_nonfinite = \"abort\")");
+    if (++in_a_row_ > cfg_.max_skipped_in_a_row)
+      throw std::runtime_error(what + "; " + std::to_string(in_a_row_) +
+                               " steps in a row were not finite, more than [training].max_skipped_in_a_row = " +
+                               std::to_string(cfg_.max_skipped_in_a_row) + ": the model diverged");
+    ++skipped_;
+    // Every rank says it: the lines show that all of them skipped the same step.
+    std::fprintf(stderr, "graphtune: rank %d: %s; its update is skipped (%lld skipped so far, %lld in a row)\n",
+                 rank_, what.c_str(), static_cast<long long>(skipped_), static_cast<long long>(in_a_row_));
+    return false;
+  }
+
+ private:
+  const TrainConfig& cfg_;
+  int rank_;
+  int64_t skipped_ = 0, in_a_row_ = 0;
+};
+
+}  // namespace
 
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const TrainConfig& cfg, int64_t steps,
@@ -31,9 +78,10 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
 
   if (hooks.restore) hooks.restore(opt.get());
 
+  NonFinitePolicy nonfinite(cfg, hooks.rank);
   std::vector<StepLog> log;
   double loss_sum = 0, norm_sum = 0;
-  int64_t window_tokens = 0, window_steps = 0;
+  int64_t window_tokens = 0, window_steps = 0, window_skipped = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t step = hooks.first_step; step < steps; ++step) {
     const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
@@ -47,31 +95,40 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
     // The norm is always computed (it is logged); clipping only when asked. The coefficient is
     // torch.nn.utils.clip_grad_norm_'s, applied with the norm of the whole model.
     const double norm = grad_norm();
-    if (!std::isfinite(out.loss) || !std::isfinite(norm))
-      throw std::runtime_error("loss or gradient norm is not finite at step " + std::to_string(step + 1));
-    if (cfg.max_grad_norm > 0 && norm > cfg.max_grad_norm) {
-      torch::NoGradGuard ng;
-      const double coef = cfg.max_grad_norm / (norm + 1e-6);
-      for (auto& p : params)
-        if (p.grad().defined()) p.grad().mul_(coef);
+    const bool apply = nonfinite.admit(step + 1, out.loss, norm);
+    if (apply) {
+      if (cfg.max_grad_norm > 0 && norm > cfg.max_grad_norm) {
+        torch::NoGradGuard ng;
+        const double coef = cfg.max_grad_norm / (norm + 1e-6);
+        for (auto& p : params)
+          if (p.grad().defined()) p.grad().mul_(coef);
+      }
+      // A skipped step leaves AdamW untouched, its step count included (as DeepSpeed's loss
+      // scaler does on overflow); the learning-rate schedule still moves on with the step.
+      if (opt) opt->step();
+      loss_sum += out.loss;
+      norm_sum += norm;
+      ++window_steps;
+    } else {
+      ++window_skipped;
     }
-    if (opt) opt->step();
-    loss_sum += out.loss;
-    norm_sum += norm;
-    ++window_steps;
     if ((step + 1) % cfg.log_every == 0 || step + 1 == steps) {
       auto t1 = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(t1 - t0).count();
-      StepLog line{step + 1, loss_sum / window_steps, lr, norm_sum / window_steps, window_tokens / std::max(secs, 1e-9)};
+      const double n = static_cast<double>(window_steps);
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      StepLog line{step + 1,     window_steps ? loss_sum / n : nan, lr, window_steps ? norm_sum / n : nan,
+                   window_tokens / std::max(secs, 1e-9), window_skipped};
       log.push_back(line);
       on_log(line);
       loss_sum = norm_sum = 0;
-      window_tokens = window_steps = 0;
+      window_tokens = window_steps = window_skipped = 0;
       t0 = t1;
     }
     if (hooks.on_step) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
-      hooks.on_step(StepLog{step + 1, out.loss, lr, norm, out.tokens / std::max(secs, 1e-9)});
+      hooks.on_step(StepLog{step + 1, out.loss, lr, apply ? norm : std::numeric_limits<double>::quiet_NaN(),
+                            out.tokens / std::max(secs, 1e-9), apply ? 0 : 1});
     }
     if (hooks.after_step) {
       const auto h0 = std::chrono::steady_clock::now();

@@ -20,6 +20,9 @@ namespace gt {
 struct StepLog {
   int64_t step = 0;  // 1-based optimizer step
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0;
+  // Steps of the line whose update was not applied (loss or gradients not finite). A logged
+  // window averages the others; a skipped step reported alone has a NaN gradient norm.
+  int64_t skipped = 0;
 };
 
 struct MicroStep {
@@ -43,6 +46,7 @@ struct TrainingStopped : std::exception {
 // What a checkpointed run adds to the loop (worker/train_checkpoint.hpp).
 struct TrainLoopHooks {
   int64_t first_step = 0;  // a resumed run starts here: steps [0, first_step) are done
+  int rank = 0;            // the world rank, named in the line each rank prints for a skipped step
   // Called once the optimizer exists, before the first step: a resume puts its state back.
   // The optimizer is null on a rank that trains nothing (a frozen pipeline stage).
   std::function<void(torch::optim::AdamW*)> restore;
@@ -61,7 +65,9 @@ struct TrainLoopHooks {
 // step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
 // grad_norm() then returns the norm of the whole model's gradient (across ranks when the model
 // is split: worker/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
-// Throws on a non-finite loss or gradient norm.
+// A non-finite loss or gradient norm (both the same on every rank, so every rank decides
+// alike) follows [training].on_nonfinite: the step's update is skipped, or the run aborts
+// (std::runtime_error naming the step).
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const TrainConfig& cfg, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step,
