@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <thread>
 
 #include "common/error.hpp"
@@ -112,12 +113,56 @@ ExitStatus JobProcess::terminate(double grace_s) {
   return *status_;
 }
 
-void kill_leftovers(const std::vector<long>& pids, const std::string& marker) {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The fields of /proc/PID/stat after the command name (which may hold anything, parentheses
+// included): the state first, the start time 19th. Empty when the process is gone.
+std::vector<std::string> stat_fields(long pid) {
+  const std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
+  std::vector<std::string> fields;
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return fields;
+  std::istringstream in(stat.substr(paren + 1));
+  for (std::string f; in >> f;) fields.push_back(f);
+  return fields;
+}
+
+// Whether the process that started at `start` (stat's start time) still runs under `pid`: a
+// zombie has ended (only its exit status is left for a parent to collect), and a later
+// process that got the same pid is another.
+bool still_running(long pid, const std::string& start) {
+  const auto f = stat_fields(pid);
+  return f.size() > 19 && f[19] == start && f[0] != "Z";
+}
+
+}  // namespace
+
+void kill_leftovers(const std::vector<long>& pids, const std::string& marker, double wait_s) {
+  std::vector<std::pair<long, std::string>> left;  // pid, start time
   for (long pid : pids) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    if (!f) continue;
-    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto f = stat_fields(pid);
+    if (f.size() <= 19 || f[0] == "Z") continue;
+    // A process already on its way out (its memory released) shows an empty command line: it
+    // cannot be told from another by it, but it is still to be waited for.
+    const std::string cmdline = read_all("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.find(marker) != std::string::npos) ::kill(static_cast<pid_t>(pid), SIGKILL);
+    else if (!cmdline.empty()) continue;  // the pid is another process's now
+    left.emplace_back(pid, f[19]);
+  }
+  // SIGKILL takes effect when the process next runs, and a big process takes a while to tear
+  // down: a restart must not begin while a rank of the attempt before still runs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::vector<std::pair<long, std::string>> still;
+    for (const auto& p : left)
+      if (still_running(p.first, p.second)) still.push_back(p);
+    left.swap(still);
   }
 }
 

@@ -44,8 +44,10 @@ class JobProcess {
 };
 
 // Sends SIGKILL to each pid that is still alive and was one of this job's (its command line
-// names `marker`). The local workers' pids come from their hello; a worker whose mpirun
-// daemon was killed before it could reap it must not live on.
-void kill_leftovers(const std::vector<long>& pids, const std::string& marker);
+// names `marker`), and waits (up to wait_s) until they have ended. The local workers' pids come
+// from their hello; a worker whose mpirun daemon was killed before it could reap it must not
+// live on. mpirun gives each rank a process group of its own, so the signal to mpirun's group
+// does not reach them.
+void kill_leftovers(const std::vector<long>& pids, const std::string& marker, double wait_s = 5.0);
 
 }  // namespace gt

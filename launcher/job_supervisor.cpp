@@ -125,12 +125,15 @@ JobResult supervise(JobProcess& job, control::Server& server, const SupervisorOp
       }
     }
     if (!failure.empty()) {
-      // A rank that reported an error ends the job itself (MPI_Abort) in a moment; a dead or
-      // silent one cannot, and mpirun may wait for it: end it now.
+      // A rank that reported an error ends the job itself (MPI_Abort) in a moment. mpirun
+      // notices a dead rank and ends the rest itself, and OpenMPI 4.1's mpirun crashes in
+      // PMIx_Finalize when a SIGTERM comes while it does: it gets a moment first. A silent
+      // rank it never notices, and it may wait for a dead one: then end it now.
       if (!failed_at) failed_at = now;
       bool reported = false;
       for (const auto& [rank, r] : res.ranks) reported = reported || !r.error.empty();
-      if (!reported || seconds_between(*failed_at, now) > 5) {
+      const double waited = seconds_between(*failed_at, now);
+      if ((!reported && waited > opt.own_end_s) || waited > 5) {
         status = job.terminate(opt.kill_grace_s);
         break;
       }
@@ -150,7 +153,15 @@ JobResult supervise(JobProcess& job, control::Server& server, const SupervisorOp
     res.failure = failure;
   } else {
     res.outcome = JobOutcome::kFailed;
-    res.failure = failure.empty() ? "mpirun exited with code " + std::to_string(status->code) : failure;
+    res.failure = failure;
+    if (failure.empty()) {
+      // Every rank said done and then one died on its way out (a kill -9 a moment late, a
+      // crash in MPI_Finalize): the work is whole, yet mpirun reports the death.
+      bool all_done = opt.world > 0;
+      for (int rank = 0; rank < opt.world; ++rank) all_done = all_done && res.ranks[rank].done;
+      res.failure = "mpirun exited with code " + std::to_string(status->code) +
+                    (all_done ? " after every rank reported done (a rank was killed or crashed as it exited)" : "");
+    }
   }
   return res;
 }

@@ -48,6 +48,7 @@ struct SupervisorOptions {
   double startup_timeout_s = 300;   // every rank said hello by then
   double stop_grace_s = 300;        // after a stop request, how long the workers may take to save
   double kill_grace_s = 3;          // SIGTERM to mpirun, then SIGKILL after this
+  double own_end_s = 0.5;           // after a rank died or went silent, mpirun may end the job itself
 };
 
 struct SupervisorSink {

@@ -82,7 +82,8 @@ void add_shard(ckpt::Index& index, const nlohmann::json& j) {
 }
 
 // Fault injection for the tests: GRAPHTUNE_TEST_KILL_IN_SAVE=RANK:STEP kills that rank after it
-// has written its shard of that step's checkpoint, before the commit.
+// has written its shard of that step's checkpoint, before the commit. Only in a run that did not
+// resume: a job restarted by the launcher inherits the variable, and must get past that step.
 bool killed_in_save(int rank, int64_t step) {
   const char* v = std::getenv("GRAPHTUNE_TEST_KILL_IN_SAVE");
   if (!v) return false;
@@ -319,7 +320,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
 
   const ckpt::WrittenShard shard = ckpt::write_shard(folder, rt_.world_rank, mine);
   const double write_s = seconds_since(t0);
-  if (killed_in_save(rt_.world_rank, step)) std::raise(SIGKILL);
+  if (first_step_ == 0 && killed_in_save(rt_.world_rank, step)) std::raise(SIGKILL);
   const auto shards = all_gather_strings(*rt_.world, shard_json(shard, ckpt::shard_file_name(rt_.world_rank)).dump());
 
   if (rt_.reports()) {
