@@ -18,6 +18,8 @@ class ConfigReader {
  public:
   // path may be empty (defaults plus overrides only).
   explicit ConfigReader(const std::string& path);
+  // The same from TOML text; `name` stands for the file in errors (tests/fuzz/config_fuzz.cpp).
+  static ConfigReader from_text(const std::string& text, const std::string& name);
 
   // "section.key" -> value text, e.g. {"training.steps", "100"}. The value is read as a TOML
   // value when it parses as one, otherwise as a string.
@@ -36,6 +38,8 @@ class ConfigReader {
   [[noreturn]] void reject(const std::string& section, const std::string& key, const std::string& problem) const;
 
  private:
+  void parse_text(const std::string& text);  // the file's whole text; path_ names it
+  void check_sections() const;
   const toml::value* find(const std::string& section, const std::string& key);
   std::string path_;
   toml::value root_;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -192,7 +193,13 @@ std::string encode_eval(const std::string& metrics_json) {
   // so it travels as a string under "metrics" and the launcher sees a malformed message.
   json metrics = json::parse(metrics_json, nullptr, false);
   if (metrics.is_discarded()) metrics = metrics_json;
-  return line_of({{"type", "eval"}, {"metrics", metrics}});
+  // Moved in, not copied through an initializer list: nlohmann copies recursively, one frame per
+  // nesting level, and a 64 KiB message of nested lists overflowed the stack of the fuzzer's
+  // AddressSanitizer build (tests/fuzz/corpus/control_protocol/crash-deep-eval.jsonl).
+  json message = json::object();
+  message["type"] = "eval";
+  message["metrics"] = std::move(metrics);
+  return line_of(message);
 }
 
 std::string encode_error(const std::string& message) { return line_of({{"type", "error"}, {"message", message}}); }

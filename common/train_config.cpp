@@ -27,13 +27,11 @@ std::vector<int> parse_layer_list(const ConfigReader& r, const std::string& text
   return out;
 }
 
-}  // namespace
-
-TrainConfig read_train_config(const std::string& path,
-                              const std::vector<std::pair<std::string, std::string>>& overrides,
-                              ConfigUse use) {
+// The whole reading and validation, on the reader of a file or of text.
+TrainConfig read_train_config_from(ConfigReader r, const std::string& path,
+                                   const std::vector<std::pair<std::string, std::string>>& overrides,
+                                   ConfigUse use) {
   const bool train = use == ConfigUse::kTrain;
-  ConfigReader r(path);
   for (const auto& [k, v] : overrides) r.apply_override(k, v);
   TrainConfig c;
   c.path = path;
@@ -64,13 +62,20 @@ TrainConfig read_train_config(const std::string& path,
 
   c.model_path = r.get_string("model", "path", c.model_path);
   c.tokenizer = r.get_string("model", "tokenizer", c.tokenizer);
-  c.vocab_size = positive("model", "vocab_size", c.vocab_size);
-  c.dim = positive("model", "dim", c.dim);
-  c.n_layers = positive("model", "n_layers", c.n_layers);
-  c.n_heads = positive("model", "n_heads", c.n_heads);
-  c.n_kv_heads = positive("model", "n_kv_heads", c.n_kv_heads);
-  c.hidden_dim = positive("model", "hidden_dim", c.hidden_dim);
-  c.max_seq_len = positive("model", "max_seq_len", c.max_seq_len);
+  // A fresh model's sizes, bounded far above any real LLaMA (405B: dim 16384, 126 layers) so
+  // that a damaged value (2^46 typed for 46) is refused here, before anything is built from it.
+  auto model_size = [&](const char* k, int64_t dflt, int64_t max) {
+    const int64_t v = positive("model", k, dflt);
+    if (v > max) r.reject("model", k, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
+    return v;
+  };
+  c.vocab_size = model_size("vocab_size", c.vocab_size, int64_t{1} << 24);
+  c.dim = model_size("dim", c.dim, int64_t{1} << 16);
+  c.n_layers = model_size("n_layers", c.n_layers, int64_t{1} << 12);
+  c.n_heads = model_size("n_heads", c.n_heads, int64_t{1} << 12);
+  c.n_kv_heads = model_size("n_kv_heads", c.n_kv_heads, int64_t{1} << 12);
+  c.hidden_dim = model_size("hidden_dim", c.hidden_dim, int64_t{1} << 18);
+  c.max_seq_len = model_size("max_seq_len", c.max_seq_len, int64_t{1} << 24);
   c.dtype = one_of("model", "dtype", c.dtype, {"fp32", "bf16"});
   c.graph_encoder = r.get_string("model", "graph_encoder", c.graph_encoder);
   c.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", c.graph_encoder_prefix);
@@ -183,6 +188,20 @@ TrainConfig read_train_config(const std::string& path,
 
   r.finish();
   return c;
+}
+
+}  // namespace
+
+TrainConfig read_train_config(const std::string& path,
+                              const std::vector<std::pair<std::string, std::string>>& overrides,
+                              ConfigUse use) {
+  return read_train_config_from(ConfigReader(path), path, overrides, use);
+}
+
+TrainConfig read_train_config_text(const std::string& text, const std::string& name,
+                                   const std::vector<std::pair<std::string, std::string>>& overrides,
+                                   ConfigUse use) {
+  return read_train_config_from(ConfigReader::from_text(text, name), name, overrides, use);
 }
 
 }  // namespace gt

@@ -120,5 +120,9 @@ enum class ConfigUse { kTrain, kEval };
 TrainConfig read_train_config(const std::string& path,
                               const std::vector<std::pair<std::string, std::string>>& overrides,
                               ConfigUse use = ConfigUse::kTrain);
+// The same from TOML text; `name` stands for the file in errors and in TrainConfig::path.
+TrainConfig read_train_config_text(const std::string& text, const std::string& name,
+                                   const std::vector<std::pair<std::string, std::string>>& overrides,
+                                   ConfigUse use = ConfigUse::kTrain);
 
 }  // namespace gt

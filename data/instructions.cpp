@@ -241,13 +241,22 @@ void validate_instruction(const InstructionRecord& record, const std::string& wh
 std::vector<InstructionRecord> read_instructions(const std::string& path,
                                                  const InstructionReadOptions& options,
                                                  InstructionReadReport* report) {
-  const std::string bytes = read_file(path);
+  return read_instructions_text(read_file(path), path, options, report);
+}
+
+std::vector<InstructionRecord> read_instructions_text(const std::string& bytes, const std::string& path,
+                                                      const InstructionReadOptions& options,
+                                                      InstructionReadReport* report) {
   if (bytes.find_first_not_of(" \t\r\n") == std::string::npos) fail(path, "the file is empty");
   json doc;
   try {
     doc = json::parse(bytes);
   } catch (const json::parse_error& e) {
     fail(path, "not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::out_of_range&) {
+    // nlohmann reports a number beyond a double's range (1e400) as out_of_range 406, not as a
+    // parse_error (found by tests/fuzz/instructions_fuzz.cpp).
+    fail(path, "not valid JSON (a number too large for a double)");
   }
   if (!doc.is_array())
     fail(path, "the top level must be a list of instruction records, not " + type_name(doc));

@@ -50,6 +50,10 @@ struct InstructionReadReport {
 std::vector<InstructionRecord> read_instructions(const std::string& path,
                                                  const InstructionReadOptions& options = {},
                                                  InstructionReadReport* report = nullptr);
+// The same from the file's text; `path` names it in errors (tests/fuzz/instructions_fuzz.cpp).
+std::vector<InstructionRecord> read_instructions_text(const std::string& text, const std::string& path,
+                                                      const InstructionReadOptions& options = {},
+                                                      InstructionReadReport* report = nullptr);
 
 // Writes records atomically in GraphGPT's layout: a JSON list, one record per line, keys in the
 // reference's order (id, graph, conversations; node_idx, edge_index, node_list). Records are

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 
 namespace gt {
 namespace {
@@ -180,8 +181,33 @@ std::vector<int> device_ids(const Host& host) {
 }
 
 Hostfile read_hostfile(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot read the hostfile (") + std::strerror(errno) + ")");
+  // Line by line because getline reports a read error (a directory: EISDIR) as bad(), which
+  // copying the stream buffer would not.
+  std::string text;
+  for (std::string line; std::getline(in, line);) text += line + '\n';
+  if (in.bad()) fail(path, std::string("cannot read the hostfile (") + std::strerror(errno) + ")");
+  return read_hostfile_text(text, path);
+}
+
+namespace {
+Hostfile parse_hostfile(const std::string& file_text, const std::string& path);
+}  // namespace
+
+Hostfile read_hostfile_text(const std::string& file_text, const std::string& path) {
+  // The messages quote the file's words; a damaged file's bytes (an ESC that clears the
+  // terminal, a CR) are shown escaped.
+  try {
+    return parse_hostfile(file_text, path);
+  } catch (const InputError& e) {
+    throw InputError("", printable(e.what()));
+  }
+}
+
+namespace {
+Hostfile parse_hostfile(const std::string& file_text, const std::string& path) {
+  std::istringstream in(file_text);
   Hostfile hf;
   hf.path = path;
   bool deepspeed_compatible = true;
@@ -212,11 +238,11 @@ Hostfile read_hostfile(const std::string& path) {
     deepspeed_compatible = deepspeed_compatible && saw_slots && host.max_slots == 0;
     hf.hosts.push_back(host);
   }
-  if (in.bad()) fail(path, std::string("cannot read the hostfile (") + std::strerror(errno) + ")");
   if (hf.hosts.empty()) fail(path, "the hostfile names no hosts (every line is blank or a comment)");
   hf.format = deepspeed_compatible ? Hostfile::kDeepSpeed : Hostfile::kOpenMPI;
   return hf;
 }
+}  // namespace
 
 Hostfile filter_hosts(const Hostfile& hf, const std::string& include, const std::string& exclude) {
   if (!include.empty() && !exclude.empty())

@@ -36,6 +36,8 @@ struct Hostfile {
 };
 
 Hostfile read_hostfile(const std::string& path);
+// The same from the file's text; `path` names it in errors and in Hostfile::path.
+Hostfile read_hostfile_text(const std::string& text, const std::string& path);
 
 // DeepSpeed's filters: "a@b:0,2" keeps host a whole and slots 0 and 2 of b (--include) or
 // drops them (--exclude). At most one of the two may be non-empty; both empty returns hf.

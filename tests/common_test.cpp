@@ -102,6 +102,47 @@ TEST(Config, DataTemplateIsVicunaOrChatML) {
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
 }
 
+// The text entry points (tests/fuzz/config_fuzz.cpp) read as the file ones do, naming `name`.
+TEST(Config, TextReadsAsTheFileDoesNamingTheGivenName) {
+  auto c = gt::read_train_config_text("[training]\nsteps = 5\n", "given.toml", {{"training.batch_size", "4"}});
+  EXPECT_EQ(c.steps, 5);
+  EXPECT_EQ(c.batch_size, 4);
+  EXPECT_EQ(c.path, "given.toml");
+  auto msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\nstpes = 5\n", "given.toml", {}); });
+  EXPECT_EQ(msg, "given.toml: [training].stpes: unknown key");
+  msg = gt::test::input_error_of([] { gt::ConfigReader::from_text("[training\n", "given.toml"); });
+  EXPECT_EQ(msg.rfind("given.toml: not valid TOML at line 1", 0), 0u) << msg;
+  msg = gt::test::input_error_of([] { gt::ConfigReader::from_text("steps = 1\n", "given.toml"); });
+  EXPECT_EQ(msg, "given.toml: top-level key 'steps' must be a [section]");
+  // Found by tests/fuzz/config_fuzz.cpp: a quoted key or a value holding a newline made the error
+  // two lines; control characters are shown escaped.
+  msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\n\"a\\nb\" = 1\n", "given.toml", {}); });
+  EXPECT_EQ(msg, "given.toml: [training].a\\x0ab: unknown key");
+  msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\nstage = \"x\\ny\"\n", "given.toml", {}); });
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  // Found by tests/fuzz/config_fuzz.cpp: toml11 3.7 reads past its buffer on invalid UTF-8 in a
+  // string, so such text is refused before it gets there (and an override is a plain string).
+  msg = gt::test::input_error_of([] { gt::ConfigReader::from_text("[job]\nname = 'a\xff'\n", "given.toml"); });
+  EXPECT_EQ(msg, "given.toml: not valid TOML at line 2: not UTF-8 (byte 15)");
+  auto over = gt::read_train_config_text("", "given.toml", {{"job.name", "a\xff"}});
+  EXPECT_EQ(over.name, "a\xff");
+}
+
+// Found by tests/bad_inputs/config/: toml11 recurses once per nesting level and runs out of
+// stack near 10,000 levels; an empty file is a truncated one, not a wish for the defaults.
+TEST(Config, DeepNestingAndAnEmptyFileAreInputErrors) {
+  const std::string deep = "[training]\nx = " + std::string(65, '[') + std::string(65, ']') + "\n";
+  auto msg = gt::test::input_error_of([&] { gt::ConfigReader::from_text(deep, "deep.toml"); });
+  EXPECT_EQ(msg, "deep.toml: not valid TOML at line 2: arrays or inline tables nested deeper than 64");
+  // Brackets inside strings and comments are not nesting.
+  const std::string quoted = "[job]\nname = \"" + std::string(100, '[') + "\" # " + std::string(100, '{') + "\n" +
+                             "out_dir = '" + std::string(100, '[') + "'\n";
+  EXPECT_EQ(gt::ConfigReader::from_text(quoted, "q.toml").get_string("job", "name", ""), std::string(100, '['));
+  const std::string empty = write_tmp("empty.toml", " \n\n");
+  msg = gt::test::input_error_of([&] { gt::ConfigReader r(empty); });
+  EXPECT_EQ(msg, empty + ": the file is empty (a config names at least [training].stage or a key to change)");
+}
+
 TEST(Rng, SameSeedSameSequenceAcrossCopies) {
   gt::Rng a(123), b(123), c(124);
   for (int i = 0; i < 100; ++i) {

@@ -290,3 +290,17 @@ TEST(ShippedHostfiles, AllParse) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(HostfileText, ReadsWhatTheFileReaderReadsAndNamesTheGivenPath) {
+  const gt::Hostfile hf = gt::read_hostfile_text("# c\na slots=2\nb slots=4 max_slots=8\n", "given.txt");
+  ASSERT_EQ(hf.hosts.size(), 2u);
+  EXPECT_EQ(hf.path, "given.txt");
+  EXPECT_EQ(hf.total_slots(), 6);
+  EXPECT_EQ(hf.format, gt::Hostfile::kOpenMPI);
+  EXPECT_EQ(input_error_of([] { gt::read_hostfile_text("a slots=0\n", "given.txt"); }),
+            "given.txt:1: slots must be a positive integer, got '0'");
+}
+
+}  // namespace

@@ -339,3 +339,23 @@ TEST(Instructions, CheckNodeIdsAgainstTheFeatureTable) {
 }
 
 }  // namespace
+
+// Found by tests/fuzz/instructions_fuzz.cpp: nlohmann throws out_of_range (not parse_error) for a
+// number beyond a double, which escaped read_instructions as an internal error.
+TEST(Instructions, ANumberBeyondADoubleIsAnInputError) {
+  const std::string text =
+      list_of({node_record("arxiv_1", R"({"node_idx": 7, "edge_index": [[1e400], [0]], "node_list": [7]})")});
+  expect_one_line_with(input_error_of([&] { gt::read_instructions_text(text, "big.json"); }),
+                       {"big.json", "not valid JSON", "too large"});
+}
+
+TEST(Instructions, TextAndFileReadTheSame) {
+  gt::test::TempDir dir("gt_instructions_text");
+  const std::string text = list_of({node_record(), lp_record()});
+  const auto from_file = gt::read_instructions(dir.write("r.json", text));
+  const auto from_text = gt::read_instructions_text(text, "r.json");
+  ASSERT_EQ(from_file.size(), 2u);
+  ASSERT_EQ(from_text.size(), 2u);
+  EXPECT_EQ(from_text[1].id, from_file[1].id);
+  EXPECT_EQ(from_text[1].graphs[1].node_list, from_file[1].graphs[1].node_list);
+}

@@ -20,7 +20,8 @@ using gt::test::TempDir;
 bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
   auto ca = a.contiguous(), cb = b.contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+  // An empty tensor's data pointer may be null, which memcmp must not get (UBSan, scripts/sanitize.sh).
+  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 // A file from raw parts: the 8-byte length, the header text, then the data bytes.
@@ -236,5 +237,39 @@ TEST(SafetensorsBadFiles, UnknownTensorName) {
     ADD_FAILURE();
   } catch (const gt::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ": no tensor 'y'"), std::string::npos) << e.what();
+  }
+}
+
+// The torch-free parse (model/safetensors_header.hpp, what tests/fuzz reaches) on bytes in memory.
+TEST(SafetensorsHeader, ParsesBytesAndNamesThePathGiven) {
+  const std::string header = R"({"__metadata__":{"format":"pt"},"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})";
+  const uint64_t n = header.size();
+  std::string file(reinterpret_cast<const char*>(&n), 8);
+  file += header + std::string(4, '\0');
+  const gt::SafetensorsHeader h = gt::parse_safetensors_header(file.data(), file.size(), "mem.safetensors");
+  EXPECT_EQ(h.data_start, 8 + n);
+  ASSERT_EQ(h.entries.count("w"), 1u);
+  EXPECT_EQ(h.entries.at("w").shape, std::vector<int64_t>{2});
+  EXPECT_EQ(h.metadata.at("format"), "pt");
+  try {
+    gt::parse_safetensors_header(file.data(), file.size() - 1, "mem.safetensors");
+    ADD_FAILURE() << "a truncated data section was accepted";
+  } catch (const gt::InputError& e) {
+    EXPECT_STREQ(e.what(), "mem.safetensors: tensor 'w': data_offsets [0, 4) go beyond the data section (3 bytes)");
+  }
+}
+
+// Found by tests/fuzz/safetensors_header_fuzz.cpp: a tensor name holding a newline made the
+// error two lines; control characters are shown escaped.
+TEST(SafetensorsHeader, ControlCharactersInNamesAreEscaped) {
+  const std::string header = R"({"a\nb":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})";
+  const uint64_t n = header.size();
+  std::string file(reinterpret_cast<const char*>(&n), 8);
+  file += header + std::string(8, '\0');
+  try {
+    gt::parse_safetensors_header(file.data(), file.size(), "nl.safetensors");
+    ADD_FAILURE() << "a size mismatch was accepted";
+  } catch (const gt::InputError& e) {
+    EXPECT_STREQ(e.what(), "nl.safetensors: tensor 'a\\x0ab': data_offsets [0, 8) hold 8 bytes but shape [1] of F32 needs 4");
   }
 }

@@ -1,0 +1,71 @@
+// GraphGPT instruction files come from users and other tools: reading one must end in the
+// project's InputError or in records that pass validation, that instructions_json writes and
+// that read back the same; strict and skip_invalid reading must agree on what is valid.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "data/instructions.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
+
+namespace {
+
+bool same_records(const std::vector<gt::InstructionRecord>& a, const std::vector<gt::InstructionRecord>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].id != b[i].id || a[i].dataset != b[i].dataset || a[i].graphs.size() != b[i].graphs.size() ||
+        a[i].conversations.size() != b[i].conversations.size())
+      return false;
+    for (size_t g = 0; g < a[i].graphs.size(); ++g) {
+      const gt::GraphRef &x = a[i].graphs[g], &y = b[i].graphs[g];
+      if (x.node_idx != y.node_idx || x.node_list != y.node_list || x.edge_index != y.edge_index) return false;
+    }
+    for (size_t t = 0; t < a[i].conversations.size(); ++t)
+      if (a[i].conversations[t].from != b[i].conversations[t].from ||
+          a[i].conversations[t].value != b[i].conversations[t].value)
+        return false;
+  }
+  return true;
+}
+
+// Records that were read are valid: they are written, read back unchanged, and their
+// text-only views validate too.
+void check_records(const std::vector<gt::InstructionRecord>& records) {
+  FUZZ_CHECK(!records.empty(), "a read that returned no record");
+  const std::string text = gt::instructions_json(records, "fuzz-out.json");
+  const std::vector<gt::InstructionRecord> again = gt::read_instructions_text(text, "fuzz-out.json");
+  FUZZ_CHECK(same_records(records, again), "records written and read back differ");
+  for (const gt::InstructionRecord& r : records) gt::validate_instruction(gt::text_only_record(r), "fuzz-text-only");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  bool strict_ok = false;
+  size_t strict_count = 0;
+  try {
+    const auto records = gt::read_instructions_text(text, "fuzz.json");
+    strict_ok = true;
+    strict_count = records.size();
+    check_records(records);
+  } catch (const gt::InputError& e) {
+    FUZZ_CHECK(std::strchr(e.what(), '\n') == nullptr, "an error message spans lines");
+  }
+  try {
+    gt::InstructionReadOptions options;
+    options.skip_invalid = true;
+    gt::InstructionReadReport report;
+    const auto records = gt::read_instructions_text(text, "fuzz.json", options, &report);
+    FUZZ_CHECK(report.total == static_cast<int64_t>(records.size()) + report.skipped, "total != kept + skipped");
+    FUZZ_CHECK(!strict_ok || (report.skipped == 0 && records.size() == strict_count),
+               "skip_invalid dropped records that strict reading accepted");
+    check_records(records);
+  } catch (const gt::InputError& e) {
+    FUZZ_CHECK(!strict_ok, "skip_invalid refused a file strict reading accepted");
+    FUZZ_CHECK(std::strchr(e.what(), '\n') == nullptr, "an error message spans lines");
+  }
+  return 0;
+}

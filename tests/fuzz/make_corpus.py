@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora tests/fuzz/corpus/<target>/: small, real, valid and invalid inputs.
+
+Run with the project's venv python (the safetensors seeds are written by the safetensors
+package, the independent writer): ~/.cache/graphtune/venv/bin/python tests/fuzz/make_corpus.py
+Crash inputs found by scripts/fuzz.sh and fixed are added by hand as crash-<what> files, and
+are kept by this script (it only writes its own seed-* files).
+"""
+import json
+import pathlib
+import struct
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CORPUS = HERE / "corpus"
+
+
+def write(target, name, data):
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    (d / ("seed-" + name)).write_bytes(data)
+
+
+def control_protocol():
+    tok = "0123456789abcdef0123456789abcdef"
+    hello = {"type": "hello", "token": tok, "rank": 0, "world": 2, "host": "node-0", "local_rank": 0,
+             "device": "cpu", "pid": 4242}
+    msgs = {
+        "hello": hello,
+        "hello-rank-too-big": dict(hello, rank=2),
+        "hello-pid-zero": dict(hello, pid=0),
+        "hello-rank-float": dict(hello, rank=1.5),
+        "heartbeat": {"type": "heartbeat", "rss_mib": 12.5, "peak_rss_mib": 13},
+        "heartbeat-null": {"type": "heartbeat", "rss_mib": None, "peak_rss_mib": 1e308},
+        "step": {"type": "step", "step": 3, "steps": 9, "loss": 0.25, "lr": 0.5, "grad_norm": 1,
+                 "tokens_per_s": 2, "rss_mib": 3, "peak_rss_mib": 4},
+        "step-nan-loss": {"type": "step", "step": 3, "steps": 9, "loss": None, "lr": 3e-3, "grad_norm": None,
+                          "tokens_per_s": 1e5, "rss_mib": 3, "peak_rss_mib": 4},
+        "checkpoint": {"type": "checkpoint", "step": 10, "path": "runs/x/checkpoints/step_10"},
+        "eval": {"type": "eval", "metrics": {"accuracy": 0.75, "per_class": {"a": [1, 2]}}},
+        "eval-not-object": {"type": "eval", "metrics": [1]},
+        "error": {"type": "error", "message": "rank 1: out of memory \u00e9"},
+        "done": {"type": "done"},
+        "stopped": {"type": "stopped", "step": 18446744073709551615},
+        "stop": {"type": "stop", "reason": "SIGINT"},
+        "unknown": {"type": "reboot"},
+        "type-number": {"type": 7},
+    }
+    for name, m in msgs.items():
+        write("control_protocol", name + ".jsonl", json.dumps(m, separators=(",", ":")))
+    write("control_protocol", "truncated.jsonl", '{"type":"done"')
+    write("control_protocol", "two-objects.jsonl", '{"type":"done"}{"type":"done"}')
+    write("control_protocol", "garbage.bin", b"\x00\x01\x02garbage\xff")
+    write("control_protocol", "bad-utf8.jsonl", b'{"type":"error","message":"\xc3\x28\xa0\xa1"}')
+    write("control_protocol", "escapes.jsonl", '{"type":"error","message":"a\\u0000b\\ud83d\\ude00\\n"}')
+    write("control_protocol", "deep.jsonl", '{"type":"eval","metrics":{"a":' + "[" * 200 + "]" * 200 + "}}")
+
+
+def hostfile():
+    for f in ["deepspeed.txt", "two_nodes.txt", "local.txt"]:
+        write("hostfile", f, (ROOT / "hostfiles" / f).read_bytes())
+    write("hostfile", "include.txt", "worker-0 slots=4\nworker-1 slots=4\n#include worker-0@worker-1:0,2\n")
+    write("hostfile", "exclude.txt", "worker-0 slots=4\nworker-1 slots=4\n#exclude worker-1:3\n")
+    write("hostfile", "exclude-all.txt", "a slots=2\n#exclude a\n")
+    write("hostfile", "openmpi.txt", "# c\n\nnode-1\nnode-2 slots=4\nnode-3 slots=4 max-slots=8  # x\n10.0.0.7 slots=1\r\n")
+    write("hostfile", "bad-keyword.txt", "node-1 cpus=4\n")
+    write("hostfile", "bad-slots.txt", "node-1 slots=2.5\nnode-1 slots=1\n")
+    write("hostfile", "bad-name.txt", "-node.a..b slots=1\n")
+    write("hostfile", "repeat.txt", "a slots=1\na slots=2\n#include a:0,0\n")
+
+
+def instructions():
+    nc = {"id": "arxiv_train_7", "graph": {"node_idx": 7, "edge_index": [[1, 2, 0], [0, 0, 1]], "node_list": [7, 52, 901]},
+          "conversations": [{"from": "human", "value": "Given a citation graph: <graph> ... Which category?"},
+                            {"from": "gpt", "value": "cs.LG, Machine Learning"}]}
+    lp = {"id": "arxiv_test_3_LP", "graph": {"node_idx_1": 3, "edge_index_1": [[1], [0]], "node_list_1": [3, 8],
+                                             "node_idx_2": 11, "edge_index_2": [[1, 2], [0, 0]], "node_list_2": [11, 4, 5]},
+          "conversations": [{"from": "human", "value": "First: <graph>. Second: <graph>. Connected?"},
+                            {"from": "gpt", "value": "yes"}]}
+    gm = {"id": "cora_train_12", "graph": {"node_idx": 12, "edge_index": [[], []], "node_list": [12]},
+          "conversations": [{"from": "human", "value": "<graph>\nMatch the nodes to titles:\n1. A\n2. B"},
+                            {"from": "gpt", "value": "1. A"}, {"from": "human", "value": "And again?"},
+                            {"from": "gpt", "value": "\u00e9t\u00e9"}]}
+    write("instructions", "valid.json", json.dumps([nc, lp, gm]))
+    write("instructions", "one-per-line.json", "[\n" + ",\n".join(json.dumps(r) for r in [nc, lp]) + "\n]\n")
+    bad = [
+        dict(nc, id="a_1", graph=dict(nc["graph"], node_idx=8)),
+        dict(nc, id="a_2", graph=dict(nc["graph"], edge_index=[[0, 9], [0, 0]])),
+        dict(nc, id="a_3", conversations=[{"from": "gpt", "value": "x"}]),
+        dict(nc, id="a_4", conversations=[{"from": "human", "value": "<graph> </s>"}, {"from": "gpt", "value": "y"}]),
+        dict(lp, id="a_5_LP", graph=nc["graph"]),
+        dict(nc, id="a_6", graph=dict(nc["graph"], node_list=[7, -1])),
+        dict(nc, id=7),
+        dict(nc, id="arxiv_train_7"),
+    ]
+    write("instructions", "mixed-bad.json", json.dumps([nc] + bad))
+    write("instructions", "not-list.json", json.dumps(nc))
+    write("instructions", "empty-list.json", "[]")
+    write("instructions", "big-int.json", json.dumps([dict(nc, graph=dict(nc["graph"], node_idx=2 ** 64 - 1))]))
+    write("instructions", "truncated.json", json.dumps([nc])[:70])
+
+
+def config():
+    for p in sorted((ROOT / "configs").rglob("*.toml")):
+        write("config", str(p.relative_to(ROOT / "configs")).replace("/", "-"), p.read_bytes())
+    write("config", "overrides.toml", "[job]\nname = \"x\"\n#override parallelism.pp=2\n#override training.batch_size=8\n"
+                                      "#override job.name=123\n#override nosection=1\n")
+    write("config", "partition.toml", "[parallelism]\npp = 3\nmicrobatches = 3\npartition = \"0, 2,3\"\n"
+                                      "[training]\nbatch_size = 9\n")
+    write("config", "types.toml", "[model]\ndim = 64.0\n[data]\nnoise = inf\n[training]\nsteps = 0x10\n"
+                                  "seed = -9223372036854775808\n[eval]\ntext_only = 1979-05-27T07:32:00Z\n")
+    write("config", "top-level-key.toml", "name = \"x\"\n[job]\n")
+    write("config", "bad-syntax.toml", "[job\nname = \"x\n")
+    write("config", "arrays.toml", "[data]\ngraph = [[1, 2], [\"a\"]]\n[[training]]\nx = {a = {b = 1}}\n")
+
+
+def safetensors():
+    import numpy as np
+    from safetensors.numpy import save
+
+    files = {
+        "f32.safetensors": save({"w": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.zeros(3, np.float32)}),
+        "mixed.safetensors": save({"a": np.ones((2, 2), np.float16), "i": np.arange(3, dtype=np.int64),
+                                   "s": np.array(1.5, np.float64), "z": np.zeros((0, 4), np.uint8),
+                                   "m": np.array([True, False])}, metadata={"format": "pt"}),
+        "empty.safetensors": save({}),
+    }
+    for name, data in files.items():
+        write("safetensors_header", name, data)
+
+    def raw(header, data=b""):
+        h = json.dumps(header).encode()
+        return struct.pack("<Q", len(h)) + h + data
+
+    write("safetensors_header", "overlap.safetensors",
+          raw({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+               "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8))
+    write("safetensors_header", "overflow.safetensors",
+          raw({"a": {"dtype": "F64", "shape": [2 ** 62, 4], "data_offsets": [0, 0]}}))
+    write("safetensors_header", "beyond.safetensors",
+          raw({"a": {"dtype": "I32", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 8))
+    write("safetensors_header", "bad-metadata.safetensors", raw({"__metadata__": {"k": 1}}))
+    write("safetensors_header", "bf16-bool.safetensors",
+          raw({"__metadata__": {"format": "pt"}, "x": {"dtype": "BF16", "shape": [1, 2], "data_offsets": [0, 4]},
+               "y": {"dtype": "BOOL", "shape": [], "data_offsets": [4, 5]},
+               "z": {"dtype": "F8_E4M3", "shape": [3], "data_offsets": [5, 8]}}, b"\0" * 8))
+    write("safetensors_header", "huge-length.bin", struct.pack("<Q", 2 ** 64 - 1) + b"{}")
+    write("safetensors_header", "short.bin", b"\x02\x00\x00")
+
+
+if __name__ == "__main__":
+    for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header"]:
+        d = CORPUS / target
+        if d.exists():
+            for f in d.glob("seed-*"):
+                f.unlink()
+    control_protocol()
+    hostfile()
+    instructions()
+    config()
+    safetensors()
