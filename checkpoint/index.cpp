@@ -39,9 +39,10 @@ class Parser {
   static std::string member(const std::string& field, const std::string& key) {
     return field.empty() ? key : field + "." + key;
   }
-  // Map keys are free text (tensor names hold dots and slashes): quoted in paths.
+  // Map keys are free text (tensor names hold dots and slashes): quoted in paths, JSON-escaped
+  // so that a control character in a damaged key cannot break the one-line message.
   static std::string quoted(const std::string& field, const std::string& key) {
-    return field + ".\"" + key + "\"";
+    return field + "." + json(key).dump(-1, ' ', false, json::error_handler_t::replace);
   }
 
   const json& get(const json& obj, const std::string& field, const std::string& key) const {
@@ -247,6 +248,8 @@ Index parse_index(const std::string& json_text, const std::string& path) {
   Index index;
   index.step = p.integer(p.get(j, "", "step"), "step", 0);
   index.total_steps = p.integer(p.get(j, "", "total_steps"), "total_steps", 0);
+  if (index.total_steps > 0 && index.step > index.total_steps)  // 0: a length the saver did not know
+    p.bad("step", "is " + std::to_string(index.step) + ", past the run's total_steps " + std::to_string(index.total_steps));
   index.stage = p.string(p.get(j, "", "stage"), "stage");
   index.layout = p.layout(p.get(j, "", "layout"), "layout");
   index.model_fingerprint = p.string(p.get(j, "", "model_fingerprint"), "model_fingerprint");
@@ -257,7 +260,18 @@ Index parse_index(const std::string& json_text, const std::string& path) {
 
   const json& files = p.get(j, "", "files");
   p.object(files, "files");
-  for (const auto& [name, v] : files.items()) index.files[name] = p.file(v, Parser::quoted("files", name));
+  const int64_t world = int64_t{index.layout.dp} * index.layout.pp * index.layout.tp;
+  for (const auto& [name, v] : files.items()) {
+    // Names inside the checkpoint folder only: a damaged or hostile index must not point the
+    // reader (or keep_latest's deletion) at another folder.
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos)
+      p.bad(Parser::quoted("files", name), "is not a file name inside the checkpoint folder");
+    index.files[name] = p.file(v, Parser::quoted("files", name));
+    if (index.files[name].rank >= world)
+      p.bad(Parser::quoted("files", name) + ".rank", "is " + std::to_string(index.files[name].rank) +
+                                                         ", but the layout has " + std::to_string(world) + " ranks");
+  }
 
   const json& tensors = p.get(j, "", "tensors");
   p.object(tensors, "tensors");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,7 +137,9 @@ TextGraph read_text_graph(const std::string& dir) {
     g.class_names.push_back(classes[r][1]);
     g.class_descriptions.push_back(classes[r][2]);
   }
+  if (classes.empty()) fail(classes_path, "holds no classes (only the header)");
   auto nodes = read_tsv(nodes_path, file("nodes.tsv"), "idx\tlabel\tlabel_name\ttitle\ttext");
+  if (nodes.empty()) fail(nodes_path, "holds no nodes (only the header)");
   g.nodes.resize(nodes.size());
   for (size_t r = 0; r < nodes.size(); ++r) {
     Node& v = g.nodes[r];
@@ -149,9 +152,20 @@ TextGraph read_text_graph(const std::string& dir) {
     v.title = nodes[r][3];
     v.text = nodes[r][4];
   }
+  // check_text_graph checks edges again, but only this reader knows the line to name.
+  std::set<std::pair<int32_t, int32_t>> seen;
   for (const auto& row : read_tsv(edges_path, file("edges.tsv"), "src\tdst")) {
     const size_t r = g.edges.size();
-    g.edges.emplace_back(to_index(edges_path, r, row[0]), to_index(edges_path, r, row[1]));
+    const std::string line = "line " + std::to_string(r + 2) + ": ";
+    const std::pair<int32_t, int32_t> e(to_index(edges_path, r, row[0]), to_index(edges_path, r, row[1]));
+    for (int32_t end : {e.first, e.second})
+      if (end >= g.num_nodes())
+        fail(edges_path, line + "node " + std::to_string(end) + " is not in nodes.tsv (" +
+                             std::to_string(g.num_nodes()) + " nodes)");
+    if (e.first == e.second) fail(edges_path, line + "self loop at node " + std::to_string(e.first));
+    if (!seen.insert(e).second)
+      fail(edges_path, line + "duplicate edge (" + std::to_string(e.first) + ", " + std::to_string(e.second) + ")");
+    g.edges.push_back(e);
   }
   int64_t rows = 0, cols = 0;
   g.features = read_npy(features_path, file("features.npy"), rows, cols);

@@ -90,8 +90,17 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
     PreTokenizerSpec pre = parse_pre_tokenizer(j["pre_tokenizer"], path);
 
     BpeVocabulary v;
+    // Ids are 0..n-1 for n listed tokens: check each against n before growing the table, so a
+    // damaged id (say 2000000000) is named instead of allocating a table that large.
+    const json& vocab = model.at("vocab");
+    if (!vocab.is_object()) fail(path, "model.vocab must be an object {token: id}, not " + std::string(vocab.type_name()));
+    const json added = j.value("added_tokens", json::array());
+    const int64_t listed = static_cast<int64_t>(vocab.size() + (added.is_array() ? added.size() : 0));
     auto place = [&](int64_t id, const std::string& text, int32_t type) {
-      if (id < 0 || id > 10'000'000) fail(path, "token id " + std::to_string(id) + " for \"" + text + "\" is out of range");
+      if (id < 0 || id >= listed)
+        fail(path, "token id " + std::to_string(id) + " for " + json(text).dump(-1, ' ', false, json::error_handler_t::replace) +
+                       " is out of range (ids must be 0.." + std::to_string(listed - 1) + " for " +
+                       std::to_string(listed) + " tokens)");
       if (static_cast<size_t>(id) >= v.tokens.size()) {
         v.tokens.resize(id + 1);
         v.token_types.resize(id + 1, 0);
@@ -99,9 +108,9 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
       v.tokens[id] = text;
       v.token_types[id] = type;
     };
-    for (const auto& [text, id] : model.at("vocab").items()) place(id.get<int64_t>(), text, kBpeNormal);
+    for (const auto& [text, id] : vocab.items()) place(id.get<int64_t>(), text, kBpeNormal);
     // Added tokens are matched in the raw text; special or not, that is what HF does.
-    for (const json& a : j.value("added_tokens", json::array())) {
+    for (const json& a : added) {
       for (const char* key : {"lstrip", "rstrip", "single_word"})
         if (flag(a, key, false)) unsupported(path, std::string("added_tokens[].") + key, true);
       place(a.at("id").get<int64_t>(), a.at("content").get<std::string>(),

@@ -23,6 +23,7 @@
 #include "common/fs.hpp"
 #include "common/staged_folder.hpp"
 #include "common/train_config.hpp"
+#include "model/hf_detail.hpp"  // check_tensors: the index against config.json
 #include "model/hf_folder.hpp"
 #include "model/load_model.hpp"
 #include "model/model_presets.hpp"
@@ -105,6 +106,15 @@ std::string write_lm_tokenizer(const std::string& checkpoint, const ckpt::Index&
 
 void export_lm(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
   const LlamaConfig mc = read_hf_config(checkpoint);  // the checkpoint's config.json
+  // The index's tensors against config.json before any is read: a damaged index is named as
+  // such, not as the half-staged output folder save_hf_folder would name.
+  const std::string index_path = join_path(checkpoint, "index.json");
+  std::map<std::string, hf_detail::TensorFacts> facts;
+  for (const auto& [key, entry] : index.tensors)
+    if (key.rfind("model/", 0) == 0)
+      facts[key.substr(6)] = {entry.shape, entry.dtype, entry.dtype == "F32" || entry.dtype == "F16" ||
+                              entry.dtype == "BF16" || entry.dtype == "F64", index_path};
+  hf_detail::check_tensors(mc, facts, index_path);
   std::map<std::string, torch::Tensor> weights;
   ckpt::CheckpointReader reader(checkpoint);
   for (const auto& [key, entry] : index.tensors)
