@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 BUILD=${GRAPHTUNE_ASAN_BUILD:-build-asan}
 export CCACHE_BASEDIR="$PWD"
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+# -g puts the build folder into ccache's hash: without this, each fresh clone builds cold.
+export CCACHE_NOHASHDIR=true
 if [ ! -f "$BUILD/build.ninja" ]; then
   mkdir -p "$BUILD"
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \

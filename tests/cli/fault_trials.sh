@@ -34,25 +34,6 @@ LAYOUTS=("--pp 2" "--dp 2" "--dp 2 --pp 2" "--pp 2 --schedule 1f1b --microbatche
 NAMES=(pp2 dp2 dp2xpp2 pp2-1f1b)
 RANKS=(2 2 4 2)
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-no_leftovers() { ! pgrep -fa "$TMP/" | sed 's/^/     left: /' | grep -q .; }
-# wait_for_step DIR STEP: until the launcher has recorded STEP in DIR/metrics.jsonl (90 s at most);
-# polled every 10 ms, so that a kill lands at the step drawn.
-wait_for_step() {
-  for _ in $(seq 9000); do
-    grep -q "\"step\":$2," "$1/metrics.jsonl" 2>/dev/null && return 0
-    sleep 0.01
-  done
-  echo "     (step $2 never came in $1)"
-  return 1
-}
-# rank_pid DIR RANK: the pid of world rank RANK of the job writing into DIR.
-rank_pid() {
-  local p
-  for p in $(pgrep -f "graphtune-worker train .*$1( |$)"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$p"; return; fi
-  done
-}
 # job_processes DIR LAUNCHER: "pid:starttime" of every process of the job writing into DIR (mpirun
 # and the ranks), the launcher itself left out; the start time tells a pid reused later apart.
 job_processes() {

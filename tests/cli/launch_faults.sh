@@ -14,25 +14,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CFG=$ROOT/configs/lm.toml
 JOB=(-c "$CFG" --training.steps 24 --training.log_every 4 --training.seq_len 64 --checkpoint.every 4 --pp 2)
 
-no_leftovers() { ! pgrep -fa "$TMP/" | sed 's/^/     left: /' | grep -q .; }
-# wait_for_step DIR STEP: until the launcher has recorded STEP in DIR/metrics.jsonl (60 s at most).
-wait_for_step() {
-  for _ in $(seq 600); do
-    grep -q "\"step\":$2," "$1/metrics.jsonl" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "     (step $2 never came in $1)"
-  return 1
-}
-# rank_pid DIR RANK: the pid of world rank RANK of the job writing into DIR.
-rank_pid() {
-  local p
-  for p in $(pgrep -f "graphtune-worker train .*$1"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$p"; return; fi
-  done
-}
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-
 # The uninterrupted run every recovery must end at.
 "$GT" train "${JOB[@]}" --job.out_dir "$TMP/ref" >"$TMP/ref.out" 2>&1
 check "the uninterrupted run finishes" test -s "$TMP/ref/model/model.safetensors"

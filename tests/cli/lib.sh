@@ -98,3 +98,25 @@ run() {
   [ "$rc" -eq 0 ] || sed 's/^/    stderr: /' "$TMP/$name.err" | tail -5
   return $rc
 }
+
+# --- Jobs under the launcher, for the fault tests (launch_faults.sh, fault_trials.sh) ---
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }  # milliseconds since a `date +%s%N`
+# no_leftovers: true when no process of any job of this test (its command line names $TMP) runs.
+no_leftovers() { ! pgrep -fa "$TMP/" | sed 's/^/     left: /' | grep -q .; }
+# wait_for_step DIR STEP: until the launcher has recorded STEP in DIR/metrics.jsonl (90 s at most);
+# polled every 10 ms, so that a kill lands at the step meant.
+wait_for_step() {
+  for _ in $(seq 9000); do
+    grep -q "\"step\":$2," "$1/metrics.jsonl" 2>/dev/null && return 0
+    sleep 0.01
+  done
+  echo "     (step $2 never came in $1)"
+  return 1
+}
+# rank_pid DIR RANK: the pid of world rank RANK of the job writing into DIR.
+rank_pid() {
+  local p
+  for p in $(pgrep -f "graphtune-worker train .*$1( |$)"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$p"; return; fi
+  done
+}
