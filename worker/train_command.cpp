@@ -95,6 +95,11 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
     std::fflush(stderr);
     world.abort(kExitInputError);
+  } catch (const TrainingDiverged& e) {
+    // Every rank stops at the same step: each says so and leaves; exit 1, not "internal".
+    control::report_error(e.what());
+    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
+    return 1;
   } catch (const std::exception& e) {
     control::report_error(std::string("internal error: ") + e.what());
     if (world.size() == 1) throw;

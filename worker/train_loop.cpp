@@ -36,9 +36,9 @@ class NonFinitePolicy {
     const std::string what = "step " + std::to_string(step) + ": the loss is " + number(loss) +
                              " and the gradient norm " + number(norm) + " on every rank";
     if (cfg_.on_nonfinite == "abort")
-      throw std::runtime_error(what + " ([training].on_nonfinite = \"abort\")");
+      throw TrainingDiverged(what + " ([training].on_nonfinite = \"abort\")");
     if (++in_a_row_ > cfg_.max_skipped_in_a_row)
-      throw std::runtime_error(what + "; " + std::to_string(in_a_row_) +
+      throw TrainingDiverged(what + "; " + std::to_string(in_a_row_) +
                                " steps in a row were not finite, more than [training].max_skipped_in_a_row = " +
                                std::to_string(cfg_.max_skipped_in_a_row) + ": the model diverged");
     ++skipped_;

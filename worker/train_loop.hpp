@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include <torch/types.h>
@@ -43,6 +44,13 @@ struct TrainingStopped : std::exception {
   int64_t step;
 };
 
+// Thrown by run_train_loop on every rank at the same step when the loss or the gradient norm is
+// not finite and [training].on_nonfinite says to stop (or too many steps in a row were skipped):
+// not bad input, not a bug in graphtune, but a run that cannot go on.
+struct TrainingDiverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // What a checkpointed run adds to the loop (worker/train_checkpoint.hpp).
 struct TrainLoopHooks {
   int64_t first_step = 0;  // a resumed run starts here: steps [0, first_step) are done
@@ -67,7 +75,7 @@ struct TrainLoopHooks {
 // is split: worker/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
 // A non-finite loss or gradient norm (both the same on every rank, so every rank decides
 // alike) follows [training].on_nonfinite: the step's update is skipped, or the run aborts
-// (std::runtime_error naming the step).
+// (TrainingDiverged naming the step).
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const TrainConfig& cfg, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step,

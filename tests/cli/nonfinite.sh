@@ -43,6 +43,8 @@ rc=$?
 check "abort, pp=2: the job fails (exit 1)" test $rc -eq 1
 check "the error names the step and the policy" \
   grep -q 'step 4: the loss is [0-9.]* and the gradient norm nan on every rank (\[training\].on_nonfinite = "abort")' "$TMP/abort.err"
+check "on every rank, as an error of the run, not an internal one" \
+  bash -c "[ \$(grep -c 'graphtune: error: rank [01]: step 4: ' '$TMP/abort.err') -eq 2 ] && ! grep -q 'internal error' '$TMP/abort.err'"
 check "no step after 3 was committed" test ! -e "$(ckpt abort 4)" -a -e "$(ckpt abort 3)"
 check "no final model" test ! -e "$TMP/abort/model"
 
