@@ -353,14 +353,18 @@ InstructionRecord text_only_record(const InstructionRecord& record) {
   out.graphs.clear();
   const std::string marker = kGraphMarker;
   for (Turn& t : out.conversations) {
-    std::string text;
-    size_t pos = 0;
-    for (size_t at = t.value.find(marker); at != std::string::npos; at = t.value.find(marker, pos)) {
-      text += t.value.substr(pos, at - pos);
-      pos = at + marker.size();
-      if (pos < t.value.size() && t.value[pos] == '\n') ++pos;
+    // Until none is left: removing one can join its neighbours into another ("<<graph>graph>",
+    // found by tests/fuzz/instructions_fuzz.cpp). Each pass shortens the text.
+    while (t.value.find(marker) != std::string::npos) {
+      std::string text;
+      size_t pos = 0;
+      for (size_t at = t.value.find(marker); at != std::string::npos; at = t.value.find(marker, pos)) {
+        text += t.value.substr(pos, at - pos);
+        pos = at + marker.size();
+        if (pos < t.value.size() && t.value[pos] == '\n') ++pos;
+      }
+      t.value = text + t.value.substr(pos);
     }
-    t.value = text + t.value.substr(pos);
   }
   return out;
 }
