@@ -83,7 +83,7 @@ class Parser {
     l.tp = int(integer(get(j, field, "tp"), member(field, "tp"), 1));
     const std::string pf = member(field, "partition");
     for (int64_t first : integers(get(j, field, "partition"), pf)) l.partition.push_back(int(first));
-    // Empty: a stage without decoder layers. Otherwise the rule of parallel/partition.hpp.
+    // Empty: a stage without decoder layers. Otherwise the rule of layout/partition.hpp.
     if (!l.partition.empty()) {
       if (int(l.partition.size()) != l.pp)
         bad(pf, "has " + std::to_string(l.partition.size()) + " entries for pp=" + std::to_string(l.pp));

@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 #include "data/conversation.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace gt {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace gt {
 
@@ -44,7 +44,7 @@ GraphTokenIds graph_token_ids(const Tokenizer& tok) {
 }
 
 // The ids of text as it continues after a token (no SentencePiece dummy prefix), which is how
-// the tokenizer treats text after a special token (model/tokenizer.hpp, HF legacy=False):
+// the tokenizer treats text after a special token (tokenizer/tokenizer.hpp, HF legacy=False):
 // encode "<g_end>" + text and drop the <g_end>.
 std::vector<int32_t> encode_continuation(const Tokenizer& tok, const GraphTokenIds& g,
                                          const std::string& text) {

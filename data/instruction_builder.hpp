@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "data/graph_sampling.hpp"
-#include "data/link_split.hpp"
 #include "data/instructions.hpp"
+#include "data/link_split.hpp"
 #include "data/text_graph.hpp"
 
 namespace gt {

@@ -9,8 +9,8 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/sha256.hpp"
 #include "common/staged_folder.hpp"
-#include "data/sha256.hpp"
 
 namespace gt {
 

@@ -14,7 +14,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "data/sha256.hpp"
+#include "common/sha256.hpp"
 #include "data/text_graph_io.hpp"
 
 namespace gt {

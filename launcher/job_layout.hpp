@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
 #include "launcher/mpirun_command.hpp"
 
 namespace gt {

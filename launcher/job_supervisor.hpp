@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "common/control_protocol.hpp"
-#include "launcher/control_server.hpp"
+#include "control/control_protocol.hpp"
+#include "control/control_server.hpp"
 #include "launcher/job_process.hpp"
 
 namespace gt {

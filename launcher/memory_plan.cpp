@@ -9,7 +9,7 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "parallel/partition.hpp"
+#include "layout/partition.hpp"
 
 namespace gt {
 

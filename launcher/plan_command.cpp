@@ -7,7 +7,7 @@
 
 #include "common/config.hpp"
 #include "common/error.hpp"
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/memory_plan.hpp"
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "common/control_protocol.hpp"
+#include "control/control_protocol.hpp"
 
 namespace gt {
 

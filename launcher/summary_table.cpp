@@ -70,6 +70,12 @@ std::string format_table(const std::vector<std::string>& header, const std::vect
   return table;
 }
 
+std::string format_fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
+  return buf;
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--";
   char text[64];

@@ -19,6 +19,9 @@ std::string format_duration(double seconds);
 // Rounded to a whole number, with thousands separators: "1,234", "-12,000"; "--" when not finite.
 std::string format_count(double value);
 
+// printf's "%.*f": "0.1235" for (0.12345, 4).
+std::string format_fixed(double value, int digits);
+
 // True for what format_table right-aligns.
 bool looks_numeric(const std::string& cell);
 

@@ -12,7 +12,7 @@
 
 #include "common/error.hpp"
 #include "launcher/commands.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace gt {
 

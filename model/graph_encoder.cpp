@@ -9,7 +9,7 @@
 #include "common/fs.hpp"
 #include "model/graph_projector.hpp"
 #include "model/named_weights.hpp"
-#include "model/safetensors.hpp"
+#include "weights/safetensors.hpp"
 
 namespace gt {
 

@@ -12,7 +12,7 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "model/named_weights.hpp"
-#include "model/safetensors.hpp"
+#include "weights/safetensors.hpp"
 
 namespace gt {
 

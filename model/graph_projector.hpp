@@ -53,7 +53,7 @@ void save_graph_projector_bin(const std::string& path, const GraphProjector& pro
 // Reads a graph_projector.bin written by Python's torch.save or by save_graph_projector_bin;
 // the projector's shapes come from the file. InputError naming the file on anything else.
 GraphProjector load_graph_projector_bin(const std::string& path);
-// The same two tensors as safetensors (model/safetensors.hpp).
+// The same two tensors as safetensors (weights/safetensors.hpp).
 void save_graph_projector_safetensors(const std::string& path, const GraphProjector& projector);
 GraphProjector load_graph_projector_safetensors(const std::string& path);
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llama_config.hpp"
+#include "formats/llama_config.hpp"
 
 namespace gt {
 

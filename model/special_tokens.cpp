@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "common/error.hpp"
-#include "model/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace gt {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llama2c_weights.hpp"
+#include "weights/loaded_model.hpp"
 
 namespace gt {
 

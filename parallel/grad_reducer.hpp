@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "parallel/communicator.hpp"
+#include "comm/communicator.hpp"
 
 namespace torch::autograd {
 struct Node;

@@ -14,8 +14,8 @@
 #include <memory>
 #include <vector>
 
-#include "parallel/communicator.hpp"
-#include "parallel/schedule.hpp"
+#include "comm/communicator.hpp"
+#include "layout/schedule.hpp"
 
 namespace gt {
 

@@ -14,7 +14,7 @@
 // cannot add them.
 #include <ATen/core/Tensor.h>
 
-#include "parallel/communicator.hpp"
+#include "comm/communicator.hpp"
 
 namespace gt {
 

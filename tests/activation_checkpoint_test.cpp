@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "model/memory_tracker.hpp"
 #include "tests/tiny_models.hpp"
-#include "worker/lm_trainer.hpp"
+#include "train/lm_trainer.hpp"
+#include "train/memory_tracker.hpp"
 
 namespace {
 

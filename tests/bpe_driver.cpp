@@ -14,7 +14,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "model/bpe_tokenizer.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
 
 namespace {
 

@@ -17,14 +17,14 @@
 
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/index.hpp"
-#include "checkpoint/shard_file.hpp"
 #include "checkpoint/slices.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "model/safetensors.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
+#include "weights/checkpoint_shards.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "parallel/mpi_communicator.hpp"
-#include "parallel/world.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/world.hpp"
 #include "tests/rank_checks.hpp"
 
 namespace {

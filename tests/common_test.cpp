@@ -11,11 +11,11 @@
 #include "common/atomic_file.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
-#include "tests/input_error.hpp"
 #include "common/fs.hpp"
 #include "common/rng.hpp"
 #include "common/staged_folder.hpp"
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
+#include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
 
 namespace {

@@ -1,12 +1,12 @@
 """The control plane against hostile and honest peers, with real sockets and real processes.
 
-1. control_server_driver (launcher/control_server.hpp) takes garbage, wrong tokens, messages
+1. control_server_driver (control/control_server.hpp) takes garbage, wrong tokens, messages
    before hello, oversized lines, invalid UTF-8, half lines, a bad hello and 200 rapid
    connect/close; it must stay up, count each drop exactly, and still serve a good client (its
    events printed, its malformed lines counted but the connection kept, the stop delivered, a
    reconnecting rank replacing its old connection, a late joiner getting the stop).
 2. A port someone listens on: exit 2, one line naming the port.
-3. control_client_driver (worker/control_client.hpp) under real `mpirun -np 2` against the server:
+3. control_client_driver (control/control_client.hpp) under real `mpirun -np 2` against the server:
    both ranks' hello, step, checkpoint, stopped, done; the stop reaches both; heartbeats flow; a
    rank that exits without report_done still exits promptly; no launcher, no connection; a
    launcher that is not there is one line naming the address.

@@ -1,4 +1,4 @@
-// The worker's end of the control plane (worker/control_client.hpp) as a torch-free program, run
+// The worker's end of the control plane (control/control_client.hpp) as a torch-free program, run
 // under real mpirun by tests/control_attack.py against control_server_driver. Each rank
 // connects from the environment (GRAPHTUNE_CONTROL_ADDR and friends, exported with -x), reports
 // a step and a checkpoint, waits up to 10 s for the launcher's stop, reports stopped and done.
@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "common/control_protocol.hpp"
 #include "common/error.hpp"
-#include "worker/control_client.hpp"
+#include "control/control_client.hpp"
+#include "control/control_protocol.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The control protocol's lines (common/control_protocol.hpp): every message a worker encodes
+// The control protocol's lines (control/control_protocol.hpp): every message a worker encodes
 // parses back to the same values, and lines a peer could send that are not the protocol are
 // rejected with a reason rather than an exception.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/control_protocol.hpp"
+#include "control/control_protocol.hpp"
 
 namespace gt::control {
 namespace {

@@ -1,4 +1,4 @@
-// The launcher's control server (launcher/control_server.hpp) as a program, for
+// The launcher's control server (control/control_server.hpp) as a program, for
 // tests/control_attack.py: it listens, prints every event as one line, and ends with the drop
 // counts, so a test can throw real sockets at it and read back what it made of them.
 //   control_server_driver [--token T] [--seconds S] [--port P] [--bind ADDR]
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "launcher/control_server.hpp"
+#include "control/control_server.hpp"
 
 namespace {
 

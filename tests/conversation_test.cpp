@@ -11,9 +11,9 @@
 #include "data/chat_template.hpp"
 #include "data/conversation.hpp"
 #include "data/instructions.hpp"
-#include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
 #include "tests/input_error.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/mpi_communicator.hpp"
+#include "comm/world.hpp"
 #include "parallel/grad_reducer.hpp"
-#include "parallel/mpi_communicator.hpp"
-#include "parallel/world.hpp"
 #include "tests/rank_checks.hpp"
 
 namespace {

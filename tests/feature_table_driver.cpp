@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "common/error.hpp"
-#include "model/safetensors.hpp"
-#include "worker/feature_table_io.hpp"
+#include "loader/feature_table_io.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "model/generate.hpp"
-#include "model/llama2c_weights.hpp"
-#include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "weights/llama2c_weights.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // graphtune's side of tests/test_gguf.py and tests/cli/gguf.sh: reads a GGUF file with
-// model/gguf.hpp and writes what it found for the Python test to compare with the gguf
+// formats/gguf.hpp and writes what it found for the Python test to compare with the gguf
 // package. A program, not a gtest, so ctest lists no test that only ever skips.
 //   dump FILE OUT.safetensors [NAME...]   tensors as decoded (torch order, no permutation);
 //                                         all when no name is given
@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_llama.hpp"
-#include "model/gguf_tensor.hpp"
-#include "model/safetensors.hpp"
+#include "formats/gguf.hpp"
+#include "weights/gguf_tensor.hpp"
+#include "weights/gguf_weights.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 
@@ -71,7 +71,7 @@ int body(int argc, char** argv) {
     gt::save_safetensors(argv[3], out);
     std::printf("dumped %zu tensors\n", out.size());
   } else if (mode == "llama") {
-    const gt::LoadedGguf m = gt::load_gguf_llama(path);
+    const gt::LoadedModel m = gt::load_gguf_llama(path);
     const gt::LlamaConfig& c = m.config;
     std::vector<std::pair<std::string, torch::Tensor>> out;
     for (int k = 4; k < argc; ++k) out.push_back({argv[k], m.weights.at(argv[k])});

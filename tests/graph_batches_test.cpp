@@ -18,12 +18,12 @@
 #include "data/instruction_builder.hpp"
 #include "data/instructions.hpp"
 #include "data/synthetic_graph.hpp"
-#include "model/tokenizer.hpp"
+#include "loader/feature_table.hpp"
+#include "loader/graph_batches.hpp"
+#include "loader/prefetch.hpp"
 #include "tests/assets.hpp"
 #include "tests/input_error.hpp"
-#include "worker/feature_table.hpp"
-#include "worker/graph_batches.hpp"
-#include "worker/prefetch.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include "common/error.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_projector.hpp"
-#include "model/safetensors.hpp"
 #include "tests/input_error.hpp"
+#include "weights/safetensors.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

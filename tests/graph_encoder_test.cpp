@@ -12,9 +12,9 @@
 #include "common/error.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_projector.hpp"
-#include "model/safetensors.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // graphtune's side of tests/test_graphgpt_reference.py (bench/reference/graphgpt_reference.py is
 // the other): from a job config of a graph stage, builds GraphGPT and its first batch exactly as
-// the trainer does (worker/graph_trainer.cpp), runs one forward and backward, and writes to
+// the trainer does (train/graph_phase.cpp), runs one forward and backward, and writes to
 // OUT/graphtune.safetensors what the reference needs to rebuild the same inputs and what it is
 // compared on:
 //   inputs     input_ids, labels, attention_mask [B, T]; token_ids [3] (<g_patch>, <g_start>,
@@ -23,12 +23,12 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
 #include "data/chat_template.hpp"
-#include "model/safetensors.hpp"
-#include "worker/graph_batches.hpp"
-#include "worker/graphgpt_setup.hpp"
-#include "worker/job_records.hpp"
+#include "loader/graph_batches.hpp"
+#include "loader/job_records.hpp"
+#include "train/graphgpt_setup.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "model/graphgpt.hpp"
 #include "tests/tiny_models.hpp"
-#include "worker/train_loop.hpp"
+#include "train/train_loop.hpp"
 
 namespace {
 

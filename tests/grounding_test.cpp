@@ -1,4 +1,4 @@
-// Text-graph grounding (worker/grounding.hpp): the CLIP loss against a value computed by hand,
+// Text-graph grounding (train/grounding.hpp): the CLIP loss against a value computed by hand,
 // its input errors, and training on a small synthetic citation graph: the loss falls, text ->
 // graph retrieval on held-out nodes ends far above chance, and the run is deterministic by seed.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include "common/error.hpp"
 #include "data/synthetic_graph.hpp"
 #include "model/graph_encoder.hpp"
-#include "worker/grounding.hpp"
 #include "tests/input_error.hpp"
+#include "train/grounding.hpp"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "model/hf_folder.hpp"
-#include "model/safetensors.hpp"
 #include "tests/temp_dir.hpp"
+#include "weights/hf_folder.hpp"
+#include "weights/safetensors.hpp"
 
 using json = nlohmann::json;
 

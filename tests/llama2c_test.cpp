@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "tests/input_error.hpp"
-#include "model/llama2c_weights.hpp"
 #include "tests/assets.hpp"
+#include "tests/input_error.hpp"
+#include "weights/llama2c_weights.hpp"
 
 namespace {
 

@@ -3,10 +3,10 @@
 #include <torch/torch.h>
 
 #include "data/synthetic_graph.hpp"
+#include "loader/lm_documents.hpp"
 #include "tests/tiny_models.hpp"
-#include "worker/lm_stage.hpp"
-#include "worker/lm_trainer.hpp"
-#include "worker/lr_schedule.hpp"
+#include "train/lm_trainer.hpp"
+#include "train/lr_schedule.hpp"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <cstdio>
 
 #include "model/graphgpt.hpp"
-#include "worker/lm_trainer.hpp"
 #include "tests/tiny_models.hpp"
-#include "worker/mixed_precision.hpp"
+#include "train/lm_trainer.hpp"
+#include "train/mixed_precision.hpp"
 
 namespace {
 

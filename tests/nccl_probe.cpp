@@ -1,4 +1,4 @@
-// make_world_communicator (parallel/comm_backend.hpp) from a real process, driven by
+// make_world_communicator (comm/comm_backend.hpp) from a real process, driven by
 // tests/cli/nccl.sh here and scripts/device/nccl_check.sh on a GPU machine. Modes:
 //   open BACKEND    creates the world communicator and prints "rank R of N"; on a machine
 //                   without a GPU, "nccl" must end in one line and exit 2
@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
+#include "comm/comm_backend.hpp"
+#include "comm/world.hpp"
 #include "common/error.hpp"
-#include "parallel/comm_backend.hpp"
-#include "parallel/world.hpp"
 
 namespace {
 

@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "parallel/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/world.hpp"
+#include "layout/schedule.hpp"
 #include "parallel/pipeline_executor.hpp"
-#include "parallel/schedule.hpp"
-#include "parallel/world.hpp"
 #include "tests/rank_checks.hpp"
 
 namespace {

@@ -9,9 +9,9 @@
 #include <map>
 #include <vector>
 
-#include "common/train_config.hpp"
-#include "parallel/partition.hpp"
-#include "parallel/process_grid.hpp"
+#include "config/train_config.hpp"
+#include "layout/partition.hpp"
+#include "layout/process_grid.hpp"
 #include "tests/input_error.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-#include "parallel/communicator.hpp"
+#include "comm/communicator.hpp"
 
 namespace gt::testing {
 

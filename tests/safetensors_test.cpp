@@ -10,8 +10,8 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "model/safetensors.hpp"
 #include "tests/temp_dir.hpp"
+#include "weights/safetensors.hpp"
 
 namespace {
 
@@ -240,7 +240,7 @@ TEST(SafetensorsBadFiles, UnknownTensorName) {
   }
 }
 
-// The torch-free parse (model/safetensors_header.hpp, what tests/fuzz reaches) on bytes in memory.
+// The torch-free parse (formats/safetensors_header.hpp, what tests/fuzz reaches) on bytes in memory.
 TEST(SafetensorsHeader, ParsesBytesAndNamesThePathGiven) {
   const std::string header = R"({"__metadata__":{"format":"pt"},"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})";
   const uint64_t n = header.size();

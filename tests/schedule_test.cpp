@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "input_error.hpp"
-#include "parallel/schedule.hpp"
-#include "parallel/schedule_sim.hpp"
+#include "layout/schedule.hpp"
+#include "layout/schedule_sim.hpp"
 
 namespace gt {
 namespace {

@@ -4,10 +4,10 @@
 #include <torch/torch.h>
 
 #include "model/llama.hpp"
-#include "model/llama2c_weights.hpp"
 #include "model/special_tokens.hpp"
-#include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "weights/llama2c_weights.hpp"
 
 TEST(SpecialTokens, GraphTokensGetMeanRowsAndLeaveTextAlone) {
   GT_REQUIRE_ASSETS(dir);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""graphtune's byte-level BPE (model/bpe_tokenizer.hpp) against Hugging Face `tokenizers`.
+"""graphtune's byte-level BPE (tokenizer/bpe_tokenizer.hpp) against Hugging Face `tokenizers`.
 
 The vocabulary is SmolLM2-135M-Instruct's, read from its GGUF with the `gguf` package's
 GGUFReader. The reference is a `tokenizers` Tokenizer built from those arrays with SmolLM2's

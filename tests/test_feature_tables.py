@@ -1,4 +1,4 @@
-"""Node features in GraphGPT's published form, read by graphtune (worker/feature_table_io.hpp).
+"""Node features in GraphGPT's published form, read by graphtune (loader/feature_table_io.hpp).
 
 Builds a dict of real torch_geometric.data.Data objects (as GraphGPT's graph_data_all.pt is),
 torch.saves it, converts it with scripts/convert_graphgpt_data.py, and checks that graphtune

@@ -14,12 +14,12 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "model/llama2c_tokenizer.hpp"
-#include "model/sentencepiece_training.hpp"
-#include "model/tokenizer.hpp"
 #include "tests/assets.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
+#include "tokenizer/llama2c_tokenizer.hpp"
+#include "tokenizer/sentencepiece_training.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace gt {
 namespace {

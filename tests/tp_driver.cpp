@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "parallel/mpi_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/world.hpp"
 #include "parallel/tensor_parallel.hpp"
-#include "parallel/world.hpp"
 #include "tests/rank_checks.hpp"
 
 namespace {

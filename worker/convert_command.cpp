@@ -10,10 +10,10 @@
 #include <set>
 
 #include "common/error.hpp"
-#include "model/hf_folder.hpp"
 #include "model/llama.hpp"
-#include "model/load_model.hpp"
-#include "model/safetensors.hpp"
+#include "weights/hf_folder.hpp"
+#include "weights/load_model.hpp"
+#include "weights/safetensors.hpp"
 #include "worker/commands.hpp"
 
 namespace gt {

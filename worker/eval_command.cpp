@@ -24,23 +24,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/world.hpp"
 #include "common/atomic_file.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
+#include "control/control_client.hpp"
 #include "data/cora_ml.hpp"
 #include "data/instructions.hpp"
 #include "data/metrics.hpp"
+#include "loader/graph_batches.hpp"
+#include "loader/job_records.hpp"
 #include "model/graph_generate.hpp"
-#include "model/tokenizer.hpp"
-#include "parallel/world.hpp"
-#include "worker/control_client.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "train/graphgpt_setup.hpp"
+#include "train/mixed_precision.hpp"
 #include "worker/commands.hpp"
-#include "worker/graph_batches.hpp"
-#include "worker/graphgpt_setup.hpp"
-#include "worker/job_records.hpp"
-#include "worker/mixed_precision.hpp"
 
 namespace gt {
 

@@ -17,21 +17,21 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_dir.hpp"
-#include "checkpoint/shard_file.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/staged_folder.hpp"
-#include "common/train_config.hpp"
-#include "model/hf_detail.hpp"  // check_tensors: the index against config.json
-#include "model/hf_folder.hpp"
-#include "model/load_model.hpp"
-#include "model/model_presets.hpp"
-#include "model/tokenizer.hpp"
+#include "config/train_config.hpp"
+#include "formats/model_presets.hpp"
+#include "formats/safetensors_header.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "train/graphgpt_setup.hpp"
+#include "train/mixed_precision.hpp"
+#include "train/train_checkpoint.hpp"
+#include "weights/checkpoint_shards.hpp"
+#include "weights/hf_folder.hpp"
+#include "weights/load_model.hpp"
 #include "worker/commands.hpp"
-#include "worker/graphgpt_setup.hpp"
-#include "worker/mixed_precision.hpp"
-#include "worker/train_checkpoint.hpp"
 
 namespace gt {
 
@@ -56,7 +56,7 @@ void copy_file(const std::string& from, const std::string& to) { write_file_atom
 // ---- stage lm ----------------------------------------------------------------------------
 
 // The tokenizer the run read its text with, into the folder, by the rules the run's own output
-// follows (worker/lm_stage.cpp): a SentencePiece model as tokenizer.model, the byte and llama2.c
+// follows (train/lm_phase.cpp): a SentencePiece model as tokenizer.model, the byte and llama2.c
 // tokenizers as llama2.c's tokenizer.bin. Returns what was written, for the summary.
 std::string write_lm_tokenizer(const std::string& checkpoint, const ckpt::Index& index, const std::string& dir) {
   if (index.files.count("tokenizer.model")) {  // [model].tokenizer = "train": the checkpoint carries it
@@ -109,12 +109,11 @@ void export_lm(const std::string& checkpoint, const ckpt::Index& index, StagedFo
   // The index's tensors against config.json before any is read: a damaged index is named as
   // such, not as the half-staged output folder save_hf_folder would name.
   const std::string index_path = join_path(checkpoint, "index.json");
-  std::map<std::string, hf_detail::TensorFacts> facts;
+  std::map<std::string, TensorFacts> facts;
   for (const auto& [key, entry] : index.tensors)
     if (key.rfind("model/", 0) == 0)
-      facts[key.substr(6)] = {entry.shape, entry.dtype, entry.dtype == "F32" || entry.dtype == "F16" ||
-                              entry.dtype == "BF16" || entry.dtype == "F64", index_path};
-  hf_detail::check_tensors(mc, facts, index_path);
+      facts[key.substr(6)] = {entry.shape, entry.dtype, find_safetensors_dtype(entry.dtype)->floating, index_path};
+  check_llama_tensors(mc, facts, index_path);
   std::map<std::string, torch::Tensor> weights;
   ckpt::CheckpointReader reader(checkpoint);
   for (const auto& [key, entry] : index.tensors)

@@ -6,10 +6,10 @@
 #include <cstdio>
 
 #include "common/error.hpp"
-#include "model/generate.hpp"
-#include "model/load_model.hpp"
 #include "data/chat_template.hpp"
-#include "model/tokenizer.hpp"
+#include "model/generate.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "weights/load_model.hpp"
 #include "worker/commands.hpp"
 
 namespace gt {

@@ -1,24 +1,24 @@
 // graphtune train --config FILE [--section.key VALUE ...]: runs the stage the config names.
-// The stages live beside it: lm (worker/lm_stage.hpp), grounding (worker/grounding_stage.hpp),
-// graph_matching and task (worker/graph_trainer.hpp).
+// The stages live beside it: lm (train/lm_phase.hpp), grounding (train/grounding_phase.hpp),
+// graph_matching and task (train/graph_phase.hpp).
 #include <torch/torch.h>
 
 #include <cstdio>
 
+#include "comm/world.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
-#include "common/train_config.hpp"
-#include "model/load_model.hpp"
-#include "parallel/process_grid.hpp"
-#include "parallel/world.hpp"
+#include "config/train_config.hpp"
+#include "control/control_client.hpp"
+#include "layout/process_grid.hpp"
+#include "parallel/parallel_runtime.hpp"
+#include "train/graph_phase.hpp"
+#include "train/grounding_phase.hpp"
+#include "train/lm_phase.hpp"
+#include "train/train_checkpoint.hpp"
+#include "train/train_loop.hpp"
+#include "weights/load_model.hpp"
 #include "worker/commands.hpp"
-#include "worker/control_client.hpp"
-#include "worker/graph_trainer.hpp"
-#include "worker/grounding_stage.hpp"
-#include "worker/lm_stage.hpp"
-#include "worker/parallel_runtime.hpp"
-#include "worker/train_checkpoint.hpp"
-#include "worker/train_loop.hpp"
 
 namespace gt {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sharded checkpoints under real mpirun (worker/train_checkpoint.hpp, checkpoint/):
+# Sharded checkpoints under real mpirun (train/train_checkpoint.hpp, checkpoint/):
 # - exact resume: a run resumed at step 4 of 6 logs the same losses and gradient norms, bit for
 #   bit, as the run that never stopped, and ends with the same weights and optimizer state; in
 #   stage graph_matching (one process, and pp=2) and in stage lm (pp=2, tied embeddings);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # graphtune export (worker/export_command.cpp) and a stage-1 checkpoint as stage 2's projector
-# (worker/graphgpt_setup.cpp), under real processes:
+# (train/graphgpt_setup.cpp), under real processes:
 # - stage lm (fresh model on the byte tokenizer, and one that trains its SentencePiece
 #   tokenizer): the exported Hugging Face folder holds the run's own final weights, tensor for
 #   tensor (4 steps, a checkpoint every 4: the last checkpoint is the final state), its config

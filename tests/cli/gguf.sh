@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Broken GGUF files through tests/gguf_driver.cpp (model/gguf.hpp, model/gguf_llama.hpp): each is
+# Broken GGUF files through tests/gguf_driver.cpp (formats/gguf.hpp, weights/gguf_llama.hpp): each is
 # exit 2 and one line naming the file and the problem. The files are a tiny LLaMA written with
 # the gguf Python package (tests/test_gguf.py's writer), then truncated or patched byte-wise,
 # and the shipped SmolLM2 GGUF truncated in its tensor data.

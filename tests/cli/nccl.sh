@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The communicator backends behind make_world_communicator (parallel/comm_backend.hpp), through
+# The communicator backends behind make_world_communicator (comm/comm_backend.hpp), through
 # tests/nccl_probe.cpp:
 #  1. where the NCCL library was built, it exports its factory, and nothing else needs CUDA:
 #     graphtune-worker, comm_driver and the probe list neither libnccl nor libcudart, and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Numeric faults ([training].on_nonfinite, worker/train_loop.cpp): a NaN put into ONE rank's
-# gradients after every reduction (GRAPHTUNE_TEST_NONFINITE=RANK:STEP, worker/step_runner.cpp)
+# Numeric faults ([training].on_nonfinite, train/train_loop.cpp): a NaN put into ONE rank's
+# gradients after every reduction (GRAPHTUNE_TEST_NONFINITE=RANK:STEP, train/step_runner.cpp)
 # is seen by every rank at the same step;
 #  - skip_step (the default): every rank skips that step's update (the weights and the optimizer
 #    state after it equal those before it, bit for bit), says so, the run goes on and finishes,

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "common/train_config.hpp"
+#include "config/train_config.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/control_protocol.hpp"
+#include "control/control_protocol.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace control = gt::control;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "model/safetensors_header.hpp"
+#include "formats/safetensors_header.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

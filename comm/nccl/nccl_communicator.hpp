@@ -1,0 +1,47 @@
+#pragma once
+// The Communicator over NCCL for CUDA tensors. It is built as a shared library of its own,
+// libgraphtune_comm_nccl.so, and only where CMake found CUDA and NCCL. Nothing links it:
+// make_world_communicator("nccl") (comm/comm_backend.hpp) dlopens it, so a CPU-only
+// installation never needs CUDA's runtime or NCCL. This header is the whole contract between
+// the two sides: one C-linkage factory, declared without CUDA, NCCL or MPI headers so that
+// the loader can name its type.
+//
+// How it behaves, where it differs from the MPI backend:
+// - Setup as llm.c does: rank 0 creates the NCCL id, MPI_Bcast shares it; each rank takes GPU
+//   (local rank % device count), the local rank from OMPI_COMM_WORLD_LOCAL_RANK (or MPI's
+//   shared-memory split elsewhere). Tensors must be contiguous and on that GPU.
+// - Kernels run on a CUDA stream the communicator owns, created as a blocking stream: it is
+//   ordered with the legacy default stream, where libtorch runs its kernels unless a caller
+//   switches streams, so a tensor is complete before NCCL reads it with no extra event.
+// - NCCL has no tags; messages between a pair match in the order they are launched. Sends
+//   and receives are therefore held back and launched together, in one
+//   ncclGroupStart/ncclGroupEnd, when any of them is waited on or the next collective or
+//   split starts (so a ring of isend/irecv cannot deadlock on one stream), and within such a
+//   batch in tag order (stable), so both sides agree when they post the same batch.
+// - Waits poll cudaEventQuery and ncclCommGetAsyncError against the deadline. On expiry or
+//   an NCCL error the rank prints one line, as the MPI backend does,
+//     graphtune: error: rank R: OP with peer P timed out after T s (the peer never answered)
+//   then ncclCommAbort and MPI_Abort end the job.
+// - Sums: float32/64, float16, bfloat16 (unlike MPI), int8, uint8, int32, int64.
+// - A Work refers to its communicator: wait for it before the communicator is destroyed.
+#include <cstddef>
+
+namespace gt {
+class Communicator;
+}
+
+extern "C" {
+// mpi_comm points at the MPI_Comm (MPI_COMM_WORLD) whose ranks the NCCL communicator mirrors:
+// a pointer to it, because MPI_Comm is a pointer in OpenMPI and an int in MPICH. Collective
+// over that communicator. Returns a new Communicator the caller owns, or null with a
+// one-line reason in `error` (no GPU or driver, MPI not initialised, an NCCL error); it never
+// throws across this boundary.
+gt::Communicator* graphtune_nccl_world(const void* mpi_comm, double timeout_seconds, char* error,
+                                       std::size_t error_size);
+}
+
+namespace gt {
+using NcclWorldFactory = decltype(&graphtune_nccl_world);
+inline constexpr const char* kNcclWorldSymbol = "graphtune_nccl_world";
+inline constexpr const char* kNcclLibraryName = "libgraphtune_comm_nccl.so";
+}  // namespace gt

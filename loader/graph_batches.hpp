@@ -1,0 +1,141 @@
+#pragma once
+// GraphGPT training batches from instruction records: each record's subgraphs get their node
+// features (rows of the dataset's feature table, by node_list) and local edges, its conversation
+// is tokenised with the graph tokens spliced in (data/conversation.hpp), and examples are
+// right-padded into a GraphGptBatch (model/graphgpt.hpp).
+//
+// GraphBatchStream is what the trainer pulls from: an endless sequence of batches, epoch after
+// epoch, each epoch a seeded shuffle of the records (gt::Rng: the same seed gives the same
+// batches on every machine), prepared ahead by worker threads in a bounded queue, handed out in
+// the same order whatever the number of workers (loader/prefetch.hpp).
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/conversation.hpp"
+#include "data/instructions.hpp"
+#include "loader/feature_table.hpp"
+#include "model/graphgpt.hpp"
+
+namespace gt {
+
+class Tokenizer;
+template <typename T>
+class OrderedPrefetcher;
+
+// One record, ready to batch.
+struct GraphExample {
+  std::string id;
+  TokenizedExample tokens;              // unpadded; graph_spans[k] is graph k's <g_patch> run
+  std::vector<torch::Tensor> x;         // per graph [N, F] float32: table rows of node_list
+  std::vector<torch::Tensor> edge_index;  // per graph [2, E] int64, local positions
+};
+
+// Checks the record's node ids against its dataset's feature table (record.dataset selects it;
+// InputError naming `where` when the table or a row is missing), gathers the features and
+// tokenises the conversation with one <g_patch> per node. A conversation longer than max_len
+// is cut (tokens.truncated); a cut through graph tokens is an InputError naming the record.
+GraphExample make_example(const InstructionRecord& record, const FeatureTable& features,
+                          const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                          const ChatTemplate& tmpl = {});
+
+// The same for generation: the features gathered as make_example does, the tokens only the
+// prompt of the final answer (tokenize_prompt: up to what opens the answer, "ASSISTANT:" or
+// "<|im_start|>assistant\n" by the template; labels all ignored; a
+// prompt longer than max_len is an InputError naming the record). collate() batches these too.
+GraphExample make_prompt_example(const InstructionRecord& record, const FeatureTable& features,
+                                 const Tokenizer& tokenizer, int64_t max_len, const std::string& where,
+                                 const ChatTemplate& tmpl = {});
+
+// Right padding to the longest example: input_ids pad_id, labels kIgnoreIndex (-100) and
+// attention_mask 0 on padding. One GraphInput per graph of each example (row = the example's
+// index, start = its graph_spans[k][0]); a span whose length is not the graph's node count is
+// an InputError naming the record. An empty list is std::invalid_argument.
+GraphGptBatch collate(const std::vector<GraphExample>& examples, int32_t pad_id);
+
+struct GraphBatchOptions {
+  int64_t max_len = 2048;    // GraphGPT's model_max_length
+  int64_t batch_size = 1;    // examples per batch; an epoch's last batch may be smaller
+  uint64_t seed = 42;        // epoch shuffles
+  int32_t num_workers = 0;   // 0: batches are built in the caller's thread, inside next()
+  int64_t queue_capacity = 0;  // batches ready or being built ahead (0: 2 * num_workers)
+  std::string where = "instructions";  // names the records in messages (the file)
+  ChatTemplate chat_template;  // how conversations are rendered and masked ([data].template)
+  // Every batch full: an epoch's remainder (fewer than batch_size records) is skipped, and the
+  // next epoch's shuffle puts other records there. Training sets it, so that a global batch
+  // can always be split evenly over ranks and micro-batches.
+  bool drop_last = false;
+  // Data parallelism and micro-batches: each global batch is cut into `shards` equal parts, in
+  // order, and this stream yields parts first_shard .. first_shard + shards_here - 1 of every
+  // batch, one per next(). A dp rank with m pipeline micro-batches takes parts
+  // [dp_rank * m, (dp_rank + 1) * m) of dp * m; only those records are ever read and built.
+  // shards > 1 needs drop_last and batch_size divisible by shards.
+  int64_t shards = 1, first_shard = 0, shards_here = 1;
+  // The stream's first element: a run resumed at optimizer step s starts at the element step s
+  // would have read, so it sees exactly the batches the uninterrupted run saw.
+  int64_t first_element = 0;
+};
+
+class GraphBatchStream {
+ public:
+  // The tokenizer must have GraphGPT's special tokens and outlive the stream (it is only read:
+  // Tokenizer::encode is const and keeps no state, so workers share it). The feature table is
+  // copied (its tensors are shared, not duplicated). Bad options or no records: InputError.
+  GraphBatchStream(std::shared_ptr<const std::vector<InstructionRecord>> records,
+                   const FeatureTable& features, const Tokenizer& tokenizer,
+                   GraphBatchOptions options);
+  // The same with the options spelled out (queue capacity 2 * num_workers); `where` names the
+  // records in messages (the instruction file).
+  GraphBatchStream(std::shared_ptr<const std::vector<InstructionRecord>> records,
+                   const FeatureTable& features, const Tokenizer& tokenizer, int64_t max_len,
+                   int64_t batch_size, uint64_t seed, int32_t num_workers,
+                   std::string where = "instructions");
+  // Stops and joins the workers; no hang when destroyed mid-epoch.
+  ~GraphBatchStream();
+  GraphBatchStream(const GraphBatchStream&) = delete;
+  GraphBatchStream& operator=(const GraphBatchStream&) = delete;
+
+  // The next batch (with shards, the next part of a batch): batch k of the stream is step
+  // k % steps_per_epoch() of epoch k / steps_per_epoch(). An error building it (a bad record) is re-thrown here as it was
+  // thrown (an InputError stays an InputError); the stream then moves on to the next batch.
+  GraphGptBatch next();
+
+  // ceil(records / batch_size), or floor with drop_last (in global batches, not parts)
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // The same for n records, before a stream exists.
+  static int64_t epoch_steps(int64_t n, const GraphBatchOptions& o) {
+    return o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+  }
+  int64_t batches() const;          // element index of the next next() (first_element + those returned or failed)
+  int64_t epoch() const { return batches() / (steps_per_epoch_ * options_.shards_here); }  // of the next one
+  double wait_seconds() const;      // total time next() was blocked waiting for data
+  int64_t num_records() const { return static_cast<int64_t>(records_->size()); }
+  const GraphBatchOptions& options() const { return options_; }
+
+  // Record indices of global batch k (deterministic in seed), and of this stream's element e
+  // (what the e-th next() builds: its part of batch e / shards_here).
+  std::vector<int64_t> batch_indices(int64_t k) const;
+  std::vector<int64_t> element_indices(int64_t e) const;
+
+ private:
+  GraphGptBatch build(int64_t k) const;
+  std::shared_ptr<const std::vector<int64_t>> epoch_order(int64_t epoch) const;
+
+  std::shared_ptr<const std::vector<InstructionRecord>> records_;
+  FeatureTable features_;
+  const Tokenizer& tokenizer_;
+  GraphBatchOptions options_;
+  int32_t pad_id_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  struct OrderCache;
+  std::unique_ptr<OrderCache> orders_;
+  std::unique_ptr<OrderedPrefetcher<GraphGptBatch>> prefetch_;  // reset first in the destructor
+};
+
+// The permutation of [0, n) that epoch `epoch` visits with `seed` (Fisher-Yates on gt::Rng).
+std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
+
+}  // namespace gt

@@ -1,0 +1,59 @@
+#include "parallel/parallel_runtime.hpp"
+
+#include "comm/local_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "comm/world.hpp"
+#include "layout/partition.hpp"
+
+namespace gt {
+
+namespace {
+bool formed = false;
+}  // namespace
+
+bool parallel_runtime_formed() { return formed; }
+
+ParallelRuntime make_parallel_runtime(const TrainConfig& cfg, const World& world,
+                                      const std::vector<int64_t>& layer_params, int64_t first_extra,
+                                      int64_t last_extra) {
+  ParallelRuntime rt;
+  rt.shape = {static_cast<int>(cfg.dp), static_cast<int>(cfg.pp), static_cast<int>(cfg.tp)};
+  rt.world_rank = world.rank();
+  rt.coord = coord_of(rt.shape, world.rank());
+  if (world.under_mpi()) {
+    rt.world = MpiCommunicator::world();
+  } else {
+    rt.world = std::make_unique<LocalCommunicator>();
+  }
+  rt.world->set_timeout_seconds(cfg.timeout_s);
+  const SplitArgs d = dp_split(rt.shape, rt.world_rank), p = pp_split(rt.shape, rt.world_rank),
+                  t = tp_split(rt.shape, rt.world_rank);
+  rt.dp = rt.world->split(d.color, d.key);
+  rt.pp = rt.world->split(p.color, p.key);
+  rt.tp = rt.world->split(t.color, t.key);
+  // The ends of each pipeline form a group of two (one when pp = 1); middle stages a group each.
+  const bool end = rt.first_stage() || rt.last_stage();
+  rt.ends = rt.world->split(end ? p.color : rt.world->size() + rt.world_rank, rt.coord.pp);
+
+  rt.partition = cfg.partition_layers.empty()
+                     ? balanced_partition(layer_params, rt.shape.pp, first_extra, last_extra)
+                     : cfg.partition_layers;
+  rt.first_layer = rt.partition[rt.coord.pp];
+  rt.last_layer = rt.last_stage() ? static_cast<int64_t>(layer_params.size()) : rt.partition[rt.coord.pp + 1];
+  formed = true;
+  return rt;
+}
+
+ParallelRuntime single_process_runtime(int64_t n_layers) {
+  ParallelRuntime rt;
+  rt.world = std::make_unique<LocalCommunicator>();
+  rt.dp = std::make_unique<LocalCommunicator>();
+  rt.pp = std::make_unique<LocalCommunicator>();
+  rt.tp = std::make_unique<LocalCommunicator>();
+  rt.ends = std::make_unique<LocalCommunicator>();
+  rt.partition = {0};
+  rt.last_layer = n_layers;
+  return rt;
+}
+
+}  // namespace gt

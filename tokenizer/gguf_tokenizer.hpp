@@ -1,0 +1,15 @@
+#pragma once
+// The tokenizer a GGUF file carries in its metadata (tokenizer.ggml.*), so that a GGUF model
+// needs no separate tokenizer file. Byte-level BPE ("gpt2": SmolLM2, GPT-2, StarCoder) is
+// supported; a SentencePiece vocabulary stored in GGUF ("llama") is not yet.
+#include <memory>
+#include <string>
+
+#include "tokenizer/tokenizer.hpp"
+
+namespace gt {
+
+// InputError naming the file and the key for a missing or unsupported vocabulary.
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path);
+
+}  // namespace gt

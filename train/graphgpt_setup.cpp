@@ -1,0 +1,151 @@
+#include "train/graphgpt_setup.hpp"
+
+#include <torch/torch.h>
+
+#include "checkpoint/checkpoint_dir.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "data/cora_ml.hpp"
+#include "loader/feature_table_io.hpp"
+#include "model/graph_encoder.hpp"
+#include "model/graph_projector.hpp"
+#include "model/special_tokens.hpp"
+#include "train/mixed_precision.hpp"
+#include "train/train_checkpoint.hpp"
+#include "weights/checkpoint_shards.hpp"
+#include "weights/load_model.hpp"
+#include "weights/safetensors.hpp"
+
+namespace gt {
+
+namespace {
+
+const char* const kTokenRowsFile = "graph_tokens.safetensors";
+// How a graph stage's checkpoint names the trainable tensors (train/train_checkpoint.hpp).
+const std::string kProjectorWeightKey = weight_key(kGraphProjectorWeight);
+const std::string kProjectorBiasKey = weight_key(kGraphProjectorBias);
+const std::string kTokenRowsKey = weight_key(kGraphTokenRowsName);
+
+// [model].projector names a stage-1 checkpoint rather than a graph_projector.bin: a checkpoint
+// folder (index.json) or a run's folder of step_* checkpoints (its newest committed one). Any
+// folder is taken as meant to be one, so a wrong one gets a checkpoint's error, not a pickle's.
+bool names_checkpoint(const std::string& projector) { return is_directory(projector); }
+
+// The index's shapes checked against this model before any tensor is read; InputError naming
+// the checkpoint's index.
+void check_projector_checkpoint(const ckpt::Index& index, const std::string& folder, int64_t graph_hidden,
+                                int64_t dim) {
+  const std::string where = folder + "/index.json";
+  if (index.stage != "graph_matching" && index.stage != "task")
+    fail(where, "a checkpoint of stage " + index.stage + ", which has no graph projector ([model].projector wants "
+                "a graph_matching or task checkpoint)");
+  const std::pair<std::string, std::vector<int64_t>> want[] = {
+      {kProjectorWeightKey, {dim, graph_hidden}}, {kProjectorBiasKey, {dim}}, {kTokenRowsKey, {2, dim}}};
+  for (const auto& [key, shape] : want) {
+    auto it = index.tensors.find(key);
+    if (it == index.tensors.end()) {
+      if (key == kTokenRowsKey) continue;  // rows not trained (trainable = projector): the LLM's own
+      fail(where, std::string("has no tensor \"") + key + "\"");
+    }
+    if (it->second.shape != shape)
+      fail(where, std::string("tensor \"") + key + "\" has shape " + ckpt::shape_text(it->second.shape) +
+                      ", this model's is " + ckpt::shape_text(shape) + " (graph encoder width " + std::to_string(graph_hidden) +
+                      ", LLM width " + std::to_string(dim) + ")");
+  }
+}
+
+// The projector and <g_start>/<g_end> rows of a checkpoint, whole, whatever layout saved them
+// (tensor-parallel slices are put together by the reader, which also checks each shard's crc32).
+void load_projector_checkpoint(GraphGpt& model, const std::string& folder) {
+  ckpt::CheckpointReader reader(folder);
+  torch::NoGradGuard ng;
+  model->projector->load_weights({{kGraphProjectorWeight, reader.read(kProjectorWeightKey)},
+                                  {kGraphProjectorBias, reader.read(kProjectorBiasKey)}},
+                                 folder);
+  if (reader.contains(kTokenRowsKey)) {
+    const torch::Tensor rows = reader.read(kTokenRowsKey);
+    model->load_token_rows({{"g_start", rows[0]}, {"g_end", rows[1]}}, folder);
+  }
+}
+
+std::string sibling(const std::string& file, const std::string& name) {
+  auto slash = file.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : file.substr(0, slash)) + "/" + name;
+}
+
+}  // namespace
+
+GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
+  GraphGptSetup s;
+  const std::string where = cfg.path.empty() ? std::string("config") : cfg.path;
+  // Cheap checks first: the LLM's config and its tokenizer.
+  LlamaConfig mc = read_model_config(cfg.model_path);
+  if (cfg.max_len > mc.max_seq_len)
+    fail(where + ": [data].max_len", std::to_string(cfg.max_len) + " exceeds the context of " + cfg.model_path + " (" +
+                                         std::to_string(mc.max_seq_len) + " positions)");
+  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, where + ": [model].tokenizer"));
+  check_tokenizer_vocab(*s.tokenizer, static_cast<int32_t>(mc.vocab_size));
+  if (!cfg.projector.empty() && !path_exists(cfg.projector)) fail(cfg.projector, "cannot open (missing or unreadable)");
+  const std::string projector_checkpoint =
+      names_checkpoint(cfg.projector)
+          ? ckpt::find_checkpoint(cfg.projector, "; [model].projector is a graph_projector.bin or a graph stage's checkpoint")
+          : std::string();
+  if (!cfg.graph_encoder.empty() && !path_exists(cfg.graph_encoder))
+    fail(cfg.graph_encoder, "cannot open (missing or unreadable)");
+
+  s.features = cfg.features.empty() ? feature_table_from_graph(load_graph(cfg.graph)) : load_feature_table(cfg.features);
+
+  LoadedModel loaded = load_model(cfg.model_path);
+  auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
+  Llama llm(loaded.config);
+  llm->load_weights(loaded.weights, cfg.model_path);
+  loaded.weights.clear();
+
+  GraphEncoder encoder;
+  if (cfg.graph_encoder.empty()) {
+    encoder->init_weights(static_cast<uint64_t>(cfg.seed));
+  } else {
+    encoder->load_file(cfg.graph_encoder, cfg.graph_encoder_prefix);
+  }
+  for (const auto& [name, x] : s.features.x)
+    if (x.size(1) != encoder->config().gnn_input)
+      fail(cfg.features.empty() ? cfg.graph : cfg.features,
+           "dataset '" + name + "' has " + std::to_string(x.size(1)) + "-wide node features, the graph encoder takes " +
+               std::to_string(encoder->config().gnn_input));
+
+  GraphProjector projector(encoder->config().gnn_output, loaded.config.dim);
+  if (!projector_checkpoint.empty()) {
+    check_projector_checkpoint(ckpt::read_index(projector_checkpoint), projector_checkpoint,
+                               encoder->config().gnn_output, loaded.config.dim);
+  } else if (cfg.projector.empty()) {
+    projector->init_weights(static_cast<uint64_t>(cfg.seed) + 1);
+  } else {
+    projector = load_graph_projector_bin(cfg.projector);
+  }
+  s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
+  if (!projector_checkpoint.empty()) {
+    load_projector_checkpoint(s.model, projector_checkpoint);
+  } else if (!cfg.projector.empty()) {
+    const std::string rows = sibling(cfg.projector, kTokenRowsFile);
+    if (path_exists(rows)) s.model->load_token_rows(load_safetensors(rows), rows);
+  }
+  s.model->freeze_for_graph_tuning();
+  // bf16 training: the frozen LLM and encoder are stored in bf16 (half the memory); the
+  // trainable projector and token rows keep fp32 master weights.
+  if (is_bf16(cfg.dtype)) store_frozen_in_bf16(*s.model);
+  return s;
+}
+
+void save_graph_stage_outputs(GraphGpt& model, const std::string& dir) {
+  make_dirs(dir);
+  save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);
+  save_graph_projector_safetensors(dir + "/graph_projector.safetensors", model->projector);
+  save_safetensors(dir + "/" + kTokenRowsFile, model->token_rows());
+  // fp32 whatever the run's precision, as the other files: a bf16 run stored the frozen encoder
+  // in bf16, and writes the values it ran with, widened exactly.
+  std::vector<std::pair<std::string, torch::Tensor>> encoder;
+  for (auto& [name, p] : model->encoder->named_weights()) encoder.emplace_back(name, p.detach().to(torch::kFloat32));
+  save_safetensors(dir + "/graph_encoder.safetensors", encoder);
+}
+
+}  // namespace gt

@@ -1,0 +1,257 @@
+#include "train/grounding.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/rng.hpp"
+#include "data/text_features.hpp"
+#include "data/text_graph.hpp"
+
+namespace gt {
+namespace {
+
+constexpr double kInitLogitScale = 2.6592600369327779;  // log(1 / 0.07)
+const double kMaxLogitScale = std::log(100.0);
+
+std::string shape_of(const torch::Tensor& t) {
+  std::ostringstream ss;
+  ss << t.sizes();
+  return ss.str();
+}
+
+// A node's text as the grounding sees it: its title and its abstract-like text.
+std::string node_text(const Node& n) { return n.text.empty() ? n.title : n.title + " " + n.text; }
+
+// Concatenated word ids and start offsets of the given nodes' texts, on `device`.
+std::pair<torch::Tensor, torch::Tensor> text_batch(const std::vector<std::vector<int64_t>>& words,
+                                                   const std::vector<int32_t>& nodes, const torch::Device& device) {
+  std::vector<int64_t> ids, offsets;
+  offsets.reserve(nodes.size());
+  for (int32_t n : nodes) {
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+    ids.insert(ids.end(), words[n].begin(), words[n].end());
+  }
+  auto to = [&](const std::vector<int64_t>& v) {
+    return torch::tensor(v.empty() ? std::vector<int64_t>{} : v, torch::kInt64).to(device);
+  };
+  return {to(ids), to(offsets)};
+}
+
+torch::Tensor index_tensor(const std::vector<int32_t>& nodes, const torch::Device& device) {
+  std::vector<int64_t> v(nodes.begin(), nodes.end());
+  return torch::tensor(v, torch::kInt64).to(device);
+}
+
+struct GraphInputs {
+  torch::Tensor x, edge_index;
+};
+
+// All node features and every edge in both directions (the encoder sums messages into row 0).
+GraphInputs graph_inputs(const TextGraph& g, const GraphEncoder& encoder, const torch::Device& device) {
+  if (g.feature_dim != encoder->config().gnn_input) {
+    fail("grounding", "the graph '" + g.name + "' has " + std::to_string(g.feature_dim) +
+                          "-wide node features, the graph encoder takes gnn_input=" +
+                          std::to_string(encoder->config().gnn_input));
+  }
+  if (g.features.size() != static_cast<size_t>(g.num_nodes()) * g.feature_dim) {
+    fail("grounding", "the graph '" + g.name + "' has " + std::to_string(g.features.size()) +
+                          " feature values for " + std::to_string(g.num_nodes()) + " nodes");
+  }
+  GraphInputs in;
+  in.x = torch::from_blob(const_cast<float*>(g.features.data()), {g.num_nodes(), g.feature_dim}, torch::kFloat32)
+             .to(device)
+             .clone();
+  std::vector<int64_t> ei(4 * g.edges.size());
+  const size_t e = g.edges.size();
+  for (size_t i = 0; i < e; ++i) {
+    const auto [src, dst] = g.edges[i];
+    ei[i] = src, ei[2 * e + i] = dst;          // src hears dst
+    ei[e + i] = dst, ei[3 * e + i] = src;      // dst hears src
+  }
+  in.edge_index = torch::tensor(ei, torch::kInt64).view({2, static_cast<int64_t>(2 * e)}).to(device);
+  return in;
+}
+
+torch::Device device_of(const GraphEncoder& encoder) {
+  auto params = encoder->parameters();
+  return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+}  // namespace
+
+torch::Tensor clip_contrastive_loss(const torch::Tensor& graph_emb, const torch::Tensor& text_emb,
+                                    const torch::Tensor& logit_scale) {
+  if (!graph_emb.defined() || !text_emb.defined() || graph_emb.dim() != 2 || graph_emb.sizes() != text_emb.sizes() ||
+      graph_emb.size(0) < 1) {
+    fail("grounding", "the contrastive loss needs graph and text embeddings of one shape [B >= 1, D], got " +
+                          (graph_emb.defined() ? shape_of(graph_emb) : "none") + " and " +
+                          (text_emb.defined() ? shape_of(text_emb) : "none"));
+  }
+  if (!logit_scale.defined() || logit_scale.numel() != 1) fail("grounding", "logit_scale must be a single value");
+  namespace F = torch::nn::functional;
+  auto g = F::normalize(graph_emb, F::NormalizeFuncOptions().dim(1));
+  auto t = F::normalize(text_emb, F::NormalizeFuncOptions().dim(1));
+  auto logits = logit_scale.reshape({}).exp() * torch::matmul(g, t.t());  // [B graphs, B texts]
+  auto target = torch::arange(graph_emb.size(0), torch::TensorOptions().dtype(torch::kInt64).device(g.device()));
+  return (F::cross_entropy(logits, target) + F::cross_entropy(logits.t(), target)) / 2;
+}
+
+std::vector<int64_t> hashed_word_ids(const std::string& text, int64_t buckets) {
+  if (buckets < 1) fail("grounding", "text_buckets must be at least 1, got " + std::to_string(buckets));
+  std::vector<int64_t> out;
+  for (const auto& w : text_words(text)) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+    for (unsigned char c : w) h = (h ^ c) * 1099511628211ull;
+    out.push_back(static_cast<int64_t>(h % static_cast<uint64_t>(buckets)));
+  }
+  return out;
+}
+
+BagOfWordsEncoderImpl::BagOfWordsEncoderImpl(int64_t buckets, int64_t embed_dim, int64_t out_dim) {
+  if (buckets < 1 || embed_dim < 1 || out_dim < 1) {
+    fail("grounding", "text encoder sizes must be positive, got buckets=" + std::to_string(buckets) +
+                          " embed_dim=" + std::to_string(embed_dim) + " out_dim=" + std::to_string(out_dim));
+  }
+  emb_ = register_parameter("embedding", torch::empty({buckets, embed_dim}));
+  w_ = register_parameter("proj_weight", torch::empty({out_dim, embed_dim}));
+  b_ = register_parameter("proj_bias", torch::empty({out_dim}));
+  init_weights(0);
+}
+
+void BagOfWordsEncoderImpl::init_weights(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  emb_.copy_(torch::empty(emb_.sizes(), torch::kFloat32).normal_(0.0, 1.0, gen));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(emb_.size(1)));
+  w_.copy_(torch::empty(w_.sizes(), torch::kFloat32).uniform_(-bound, bound, gen));
+  b_.copy_(torch::empty(b_.sizes(), torch::kFloat32).uniform_(-bound, bound, gen));
+}
+
+torch::Tensor BagOfWordsEncoderImpl::forward(const torch::Tensor& ids, const torch::Tensor& offsets) {
+  // mode 1 = mean; an empty bag gives zeros.
+  auto bags = std::get<0>(torch::embedding_bag(emb_, ids, offsets, /*scale_grad_by_freq=*/false, /*mode=*/1));
+  return torch::nn::functional::linear(bags, w_, b_);
+}
+
+std::string GroundingOptions::problem() const {
+  if (steps < 0) return "steps must be >= 0, got " + std::to_string(steps);
+  if (batch_nodes < 2) return "batch_nodes must be >= 2 (a contrastive batch needs negatives), got " +
+                              std::to_string(batch_nodes);
+  if (!(lr > 0) || !std::isfinite(lr)) return "lr must be positive";
+  if (!(weight_decay >= 0) || !std::isfinite(weight_decay)) return "weight_decay must be >= 0";
+  if (!(holdout_frac > 0 && holdout_frac < 1)) return "holdout_frac must be in (0, 1)";
+  if (text_buckets < 1) return "text_buckets must be >= 1";
+  if (text_embed_dim < 1) return "text_embed_dim must be >= 1";
+  return "";
+}
+
+double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
+                                    const std::vector<int32_t>& nodes) {
+  if (nodes.empty()) return 0;
+  const torch::Device device = device_of(encoder);
+  torch::NoGradGuard no_grad;
+  const bool was_training = encoder->is_training();
+  encoder->eval();
+  const auto in = graph_inputs(graph, encoder, device);
+  auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
+  std::vector<std::vector<int64_t>> words(graph.num_nodes());
+  for (int32_t n : nodes) words[n] = hashed_word_ids(node_text(graph.nodes[n]), text_encoder->buckets());
+  auto [ids, offsets] = text_batch(words, nodes, device);
+  auto t = text_encoder->forward(ids, offsets);
+  namespace F = torch::nn::functional;
+  auto sim = torch::matmul(F::normalize(t, F::NormalizeFuncOptions().dim(1)),
+                           F::normalize(g, F::NormalizeFuncOptions().dim(1)).t());  // [texts, graphs]
+  auto hit = sim.argmax(1).eq(torch::arange(static_cast<int64_t>(nodes.size()), sim.options().dtype(torch::kInt64)));
+  if (was_training) encoder->train();
+  return hit.to(torch::kFloat64).mean().item<double>();
+}
+
+GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
+                                const GroundingLog& log) {
+  if (auto p = opts.problem(); !p.empty()) fail("grounding options", p);
+  const int32_t n = graph.num_nodes();
+  const torch::Device device = device_of(encoder);
+  const auto in = graph_inputs(graph, encoder, device);
+
+  // Held-out nodes for the retrieval check; the rest feed the training batches.
+  Rng rng(opts.seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto shuffle = [&](std::vector<int32_t>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(static_cast<uint32_t>(i))]);
+  };
+  shuffle(order);
+  const int32_t n_hold = static_cast<int32_t>(std::llround(opts.holdout_frac * n));
+  if (n_hold < 2 || n - n_hold < 2) {
+    fail("grounding", "the graph '" + graph.name + "' has " + std::to_string(n) +
+                          " nodes: too few to hold out nodes for retrieval (holdout_frac " +
+                          std::to_string(opts.holdout_frac) + ") and train on the rest");
+  }
+  std::vector<int32_t> heldout(order.begin(), order.begin() + n_hold), train(order.begin() + n_hold, order.end());
+  std::sort(heldout.begin(), heldout.end());
+  const int64_t batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(train.size()));
+
+  std::vector<std::vector<int64_t>> words(n);
+  for (int32_t i = 0; i < n; ++i) words[i] = hashed_word_ids(node_text(graph.nodes[i]), opts.text_buckets);
+
+  torch::manual_seed(opts.seed);  // dropout in the graph encoder
+  BagOfWordsEncoder text(opts.text_buckets, opts.text_embed_dim, encoder->config().gnn_output);
+  text->init_weights(opts.seed);
+  text->to(device);
+  auto logit_scale = torch::full({}, kInitLogitScale, torch::TensorOptions().dtype(torch::kFloat32).device(device))
+                         .set_requires_grad(true);
+
+  std::vector<torch::Tensor> weights;
+  for (auto& p : encoder->parameters()) weights.push_back(p.requires_grad_(true));
+  for (auto& p : text->parameters()) weights.push_back(p);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(weights, std::make_unique<torch::optim::AdamWOptions>(
+                                   torch::optim::AdamWOptions(opts.lr).weight_decay(opts.weight_decay)));
+  groups.emplace_back(std::vector<torch::Tensor>{logit_scale},
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(opts.lr).weight_decay(0)));
+  torch::optim::AdamW optim(std::move(groups), torch::optim::AdamWOptions(opts.lr));
+
+  GroundingResult result;
+  result.losses.reserve(static_cast<size_t>(opts.steps));
+  encoder->train();
+  text->train();
+  size_t cursor = train.size();  // reshuffle at the first step
+  std::vector<int32_t> nodes(static_cast<size_t>(batch));
+  for (int64_t step = 1; step <= opts.steps; ++step) {
+    if (cursor + static_cast<size_t>(batch) > train.size()) {
+      shuffle(train);
+      cursor = 0;
+    }
+    std::copy(train.begin() + cursor, train.begin() + cursor + batch, nodes.begin());
+    cursor += static_cast<size_t>(batch);
+
+    optim.zero_grad();
+    auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
+    auto [ids, offsets] = text_batch(words, nodes, device);
+    auto loss = clip_contrastive_loss(g, text->forward(ids, offsets), logit_scale);
+    loss.backward();
+    optim.step();
+    {
+      torch::NoGradGuard no_grad;
+      logit_scale.clamp_(0.0, kMaxLogitScale);
+    }
+    const double l = loss.item<double>();
+    result.losses.push_back(l);
+    if (log) log(step, l, logit_scale.item<double>());
+  }
+  encoder->eval();
+  text->eval();
+  result.heldout_nodes = n_hold;
+  result.chance = 1.0 / n_hold;
+  result.retrieval_accuracy = grounding_retrieval_accuracy(encoder, text, graph, heldout);
+  result.logit_scale = logit_scale.item<double>();
+  result.text_encoder = text;
+  return result;
+}
+
+}  // namespace gt

@@ -1,0 +1,96 @@
+#include "train/rank_report.hpp"
+
+#include <sys/resource.h>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "layout/schedule.hpp"
+#include "layout/schedule_sim.hpp"
+#include "train/step_runner.hpp"
+
+namespace gt {
+
+void report_layout(const ParallelRuntime& rt, const TrainConfig& cfg) {
+  if (rt.shape.world() == 1) return;
+  std::string how;
+  if (rt.shape.pp > 1) how = ", " + cfg.schedule + " over " + std::to_string(cfg.microbatches) + " micro-batches";
+  std::fprintf(stderr, "graphtune: rank %d: dp %d pp %d tp %d, decoder layers [%lld, %lld)%s\n", rt.world_rank,
+               rt.coord.dp, rt.coord.pp, rt.coord.tp, static_cast<long long>(rt.first_layer),
+               static_cast<long long>(rt.last_layer), how.c_str());
+  if (rt.reports() && rt.shape.pp > 1) {
+    // What the schedule costs in theory (equal stages, backward = 2 forwards), to set beside
+    // the measured share each stage spends waiting (report_rank_peak).
+    const int p = rt.shape.pp, m = static_cast<int>(cfg.microbatches);
+    const SimResult sim = simulate(cfg.schedule == "gpipe" ? gpipe_schedule(p, m) : one_f_one_b_schedule(p, m), m);
+    std::fprintf(stderr, "graphtune: %s with %d stages and %d micro-batches: simulated bubble %.3f, stage 0 holds %d\n",
+                 cfg.schedule.c_str(), p, m, sim.bubble_fraction, sim.peak_in_flight.empty() ? 0 : sim.peak_in_flight[0]);
+  }
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
+  std::fprintf(stderr,
+               "graphtune: rank %d: peak RSS %.0f MiB, at most %d micro-batches in flight, %lld gradient buckets "
+               "reduced, median step %.1f ms, computing %.1f%% of it, peak step tensors %.1f MiB\n",
+               rt.world_rank, peak_rss_mib(), runner.peak_in_flight(), static_cast<long long>(runner.reductions()),
+               runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100,
+               static_cast<double>(runner.peak_step_bytes()) / (1 << 20));
+}
+
+std::string skipped_note(const StepLog& line) {
+  return line.skipped ? " | " + std::to_string(line.skipped) + " skipped" : "";
+}
+
+TrainLogFile::TrainLogFile(const std::string& dir, int64_t resumed_at) {
+  if (dir.empty()) return;
+  make_dirs(dir);
+  const std::string path = dir + "/train_log.jsonl";
+  std::string kept;
+  if (resumed_at > 0 && path_exists(path)) {
+    std::istringstream lines(read_file(path));
+    for (std::string line; std::getline(lines, line);) {
+      long long step = 0;
+      if (std::sscanf(line.c_str(), "{\"step\":%lld", &step) == 1 && step <= resumed_at) kept += line + "\n";
+    }
+  }
+  f_ = std::fopen(path.c_str(), "w");
+  if (f_ && !kept.empty()) std::fputs(kept.c_str(), f_);
+  if (!f_) fail(path, "cannot open for writing");
+}
+
+TrainLogFile::~TrainLogFile() {
+  if (f_) std::fclose(f_);
+}
+
+namespace {
+// JSON has no NaN: a window of skipped steps only has no loss (null).
+std::string json_number(double v, int digits) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  return buf;
+}
+}  // namespace
+
+void TrainLogFile::write(const StepLog& l) {
+  if (!f_) return;
+  std::fprintf(f_, "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s",
+               static_cast<long long>(l.step), json_number(l.loss, 17).c_str(), json_number(l.lr, 17).c_str(),
+               json_number(l.grad_norm, 17).c_str(), json_number(l.tokens_per_s, 6).c_str());
+  if (l.skipped) std::fprintf(f_, ",\"skipped\":%lld", static_cast<long long>(l.skipped));
+  std::fputs("}\n", f_);
+  std::fflush(f_);
+}
+
+}  // namespace gt

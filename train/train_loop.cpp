@@ -1,0 +1,170 @@
+#include "train/train_loop.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "train/lr_schedule.hpp"
+
+namespace gt {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4g", v);
+  return buf;
+}
+
+// [training].on_nonfinite: whether a step with a non-finite loss or gradient norm is skipped,
+// or ends the run. Skipping is the default because one bad record must not cost a run of days;
+// a run of skips in a row means the model itself diverged, and that stops it.
+class NonFinitePolicy {
+ public:
+  NonFinitePolicy(const TrainConfig& cfg, int rank) : cfg_(cfg), rank_(rank) {}
+
+  // True when the step's update is to be applied; false when it is skipped; throws to abort.
+  bool admit(int64_t step, double loss, double norm) {
+    if (std::isfinite(loss) && std::isfinite(norm)) {
+      in_a_row_ = 0;
+      return true;
+    }
+    const std::string what = "step " + std::to_string(step) + ": the loss is " + number(loss) +
+                             " and the gradient norm " + number(norm) + " on every rank";
+    if (cfg_.on_nonfinite == "abort")
+      throw TrainingDiverged(what + " ([training].on_nonfinite = \"abort\")");
+    if (++in_a_row_ > cfg_.max_skipped_in_a_row)
+      throw TrainingDiverged(what + "; " + std::to_string(in_a_row_) +
+                               " steps in a row were not finite, more than [training].max_skipped_in_a_row = " +
+                               std::to_string(cfg_.max_skipped_in_a_row) + ": the model diverged");
+    ++skipped_;
+    // Every rank says it: the lines show that all of them skipped the same step.
+    std::fprintf(stderr, "graphtune: rank %d: %s; its update is skipped (%lld skipped so far, %lld in a row)\n",
+                 rank_, what.c_str(), static_cast<long long>(skipped_), static_cast<long long>(in_a_row_));
+    return false;
+  }
+
+ private:
+  const TrainConfig& cfg_;
+  int rank_;
+  int64_t skipped_ = 0, in_a_row_ = 0;
+};
+
+}  // namespace
+
+std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
+                                    const TrainConfig& cfg, int64_t steps,
+                                    const std::function<StepOutcome(int64_t step)>& step_fn,
+                                    const std::function<double()>& grad_norm,
+                                    const std::function<void(const StepLog&)>& on_log,
+                                    const TrainLoopHooks& hooks) {
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty()) groups.emplace_back(decay, opts(cfg.weight_decay));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
+  // A pipeline stage may own no trainable parameter (GraphGPT's frozen LLM layers): it still
+  // runs every step's forward and backward, and takes part in the loss and norm reductions.
+  std::unique_ptr<torch::optim::AdamW> opt;
+  if (!groups.empty()) opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(cfg.lr));
+  std::vector<torch::Tensor> params = decay;
+  params.insert(params.end(), no_decay.begin(), no_decay.end());
+
+  if (hooks.restore) hooks.restore(opt.get());
+
+  NonFinitePolicy nonfinite(cfg, hooks.rank);
+  std::vector<StepLog> log;
+  double loss_sum = 0, norm_sum = 0;
+  int64_t window_tokens = 0, window_steps = 0, window_skipped = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t step = hooks.first_step; step < steps; ++step) {
+    const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
+    if (opt) {
+      for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      opt->zero_grad();
+    }
+    const auto step_t0 = std::chrono::steady_clock::now();
+    const StepOutcome out = step_fn(step);
+    window_tokens += out.tokens;
+    // The norm is always computed (it is logged); clipping only when asked. The coefficient is
+    // torch.nn.utils.clip_grad_norm_'s, applied with the norm of the whole model.
+    const double norm = grad_norm();
+    const bool apply = nonfinite.admit(step + 1, out.loss, norm);
+    if (apply) {
+      if (cfg.max_grad_norm > 0 && norm > cfg.max_grad_norm) {
+        torch::NoGradGuard ng;
+        const double coef = cfg.max_grad_norm / (norm + 1e-6);
+        for (auto& p : params)
+          if (p.grad().defined()) p.grad().mul_(coef);
+      }
+      // A skipped step leaves AdamW untouched, its step count included (as DeepSpeed's loss
+      // scaler does on overflow); the learning-rate schedule still moves on with the step.
+      if (opt) opt->step();
+      loss_sum += out.loss;
+      norm_sum += norm;
+      ++window_steps;
+    } else {
+      ++window_skipped;
+    }
+    if ((step + 1) % cfg.log_every == 0 || step + 1 == steps) {
+      auto t1 = std::chrono::steady_clock::now();
+      const double secs = std::chrono::duration<double>(t1 - t0).count();
+      const double n = static_cast<double>(window_steps);
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      StepLog line{step + 1,     window_steps ? loss_sum / n : nan, lr, window_steps ? norm_sum / n : nan,
+                   window_tokens / std::max(secs, 1e-9), window_skipped};
+      log.push_back(line);
+      on_log(line);
+      loss_sum = norm_sum = 0;
+      window_tokens = window_steps = window_skipped = 0;
+      t0 = t1;
+    }
+    if (hooks.on_step) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
+      hooks.on_step(StepLog{step + 1, out.loss, lr, apply ? norm : std::numeric_limits<double>::quiet_NaN(),
+                            out.tokens / std::max(secs, 1e-9), apply ? 0 : 1});
+    }
+    if (hooks.after_step) {
+      const auto h0 = std::chrono::steady_clock::now();
+      hooks.after_step(step + 1, opt.get());
+      t0 += std::chrono::steady_clock::now() - h0;  // a checkpoint's save is not training time
+    }
+    if (hooks.should_stop && step + 1 < steps && hooks.should_stop()) {
+      if (hooks.save_now) hooks.save_now(step + 1, opt.get());
+      throw TrainingStopped(step + 1);
+    }
+  }
+  return log;
+}
+
+std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
+                                    const TrainConfig& cfg, int64_t steps,
+                                    const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
+                                    const std::function<void(const StepLog&)>& on_log) {
+  std::vector<torch::Tensor> params = decay;
+  params.insert(params.end(), no_decay.begin(), no_decay.end());
+  auto step = [&](int64_t s) {
+    StepOutcome out;
+    for (int64_t k = 0; k < cfg.grad_accum_steps; ++k) {
+      MicroStep m = micro(s, k);
+      out.loss += m.loss / static_cast<double>(cfg.grad_accum_steps);
+      out.tokens += m.tokens;
+    }
+    return out;
+  };
+  auto norm = [&] {
+    double sq = 0;
+    for (const auto& p : params)
+      if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    return std::sqrt(sq);
+  };
+  return run_train_loop(decay, no_decay, cfg, steps, step, norm, on_log);
+}
+
+}  // namespace gt

@@ -1,0 +1,38 @@
+#pragma once
+// A Hugging Face LLaMA model folder: config.json, generation_config.json, and the weights as
+// model.safetensors or as shards listed in model.safetensors.index.json.
+// Everything is checked against the config before a tensor is touched (the safetensors
+// headers carry names, dtypes and shapes), so a bad folder fails fast with a line that names
+// the file and the tensor or key.
+// config.json's side is torch-free: formats/hf_config.hpp. Implemented in hf_weights.cpp (the
+// weights and their validation) and hf_save.cpp (the writer); hf_detail.hpp holds what those share.
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "formats/hf_config.hpp"
+
+namespace gt {
+
+// The weights by Hugging Face name, as stored (bf16 stays bf16), viewing the mapped files (see
+// SafetensorsFile::get). Validated against read_hf_config(dir): every expected tensor present,
+// none unknown, shapes equal, dtypes floating; old checkpoints' rotary_emb.inv_freq buffers
+// are dropped, and so is an lm_head.weight identical to the embedding when they are tied.
+std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir);
+
+// Writes dir as a folder transformers 4.x/5.x loads with LlamaForCausalLM.from_pretrained:
+// config.json, generation_config.json, and model.safetensors, or, when max_shard_bytes > 0 and
+// the weights do not fit in one shard of that size, model-0000i-of-0000n.safetensors plus
+// model.safetensors.index.json. dtype: "fp32", "bf16" or "fp16".
+// The folder is built under a temporary sibling name and renamed into place, so it appears
+// complete or not at all (common/staged_folder.hpp). An existing dir is an error unless overwrite is set (and even then
+// only a model folder or an empty folder is replaced, never an arbitrary directory).
+void save_hf_folder(const std::string& dir, const LlamaConfig& cfg,
+                    const std::map<std::string, torch::Tensor>& weights,
+                    const std::string& dtype = "fp32", int64_t max_shard_bytes = 0,
+                    bool overwrite = false);
+
+}  // namespace gt
