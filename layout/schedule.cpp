@@ -1,5 +1,7 @@
 #include "layout/schedule.hpp"
 
+#include <stdexcept>
+
 #include "common/error.hpp"
 
 namespace gt {
@@ -57,6 +59,22 @@ std::string compute_string(const StageActions& actions) {
   return s;
 }
 
+int min_microbatches(ScheduleKind kind, int stages) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return 1;
+    case ScheduleKind::kOneFOneB: return stages;
+  }
+  return 1;
+}
+
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return gpipe_schedule(stages, microbatches);
+    case ScheduleKind::kOneFOneB: return one_f_one_b_schedule(stages, microbatches);
+  }
+  throw std::logic_error("make_schedule: unknown schedule kind");
+}
+
 Schedule gpipe_schedule(int stages, int microbatches) {
   check_sizes(stages, microbatches);
   Schedule schedule(stages);
@@ -69,9 +87,7 @@ Schedule gpipe_schedule(int stages, int microbatches) {
 
 Schedule one_f_one_b_schedule(int stages, int microbatches) {
   check_sizes(stages, microbatches);
-  // With fewer micro-batches the warm-up never reaches the steady state and the schedule
-  // degenerates into GPipe; asking for 1F1B then is a configuration mistake, not a choice.
-  if (microbatches < stages)
+  if (microbatches < min_microbatches(ScheduleKind::kOneFOneB, stages))
     fail("[parallelism].microbatches",
          "1F1B needs at least as many micro-batches as pipeline stages, got " +
              std::to_string(microbatches) + " micro-batches for " + std::to_string(stages) +

@@ -1,9 +1,10 @@
 #pragma once
 // Pipeline schedules as data. A schedule is one list of actions per stage, produced by a pure
-// function of (stages, micro-batches); the executor only walks its own stage's list, and the
-// simulator (schedule_sim.hpp) runs all lists against each other to prove them deadlock-free
-// before any process is started. Communication is explicit in the lists, so what the
-// simulator checks is exactly what the executor will do.
+// function of (kind, stages, micro-batches); the executor only walks its own stage's list, and
+// the simulator (schedule_sim.hpp) runs all lists against each other to prove them
+// deadlock-free before any process is started. Communication is explicit in the lists, so what
+// the simulator checks is exactly what the executor will do. A new schedule is a kind, its
+// generator here, its names in config/names.hpp and its tests.
 #include <string>
 #include <vector>
 
@@ -39,13 +40,27 @@ std::string to_string(const StageActions& actions);
 // Forward and Backward only ("F0 F1 B0 B1"): the shape of a schedule at a glance.
 std::string compute_string(const StageActions& actions);
 
+// The schedules graphtune runs ([parallelism].schedule).
+enum class ScheduleKind {
+  kGPipe,     // gpipe_schedule
+  kOneFOneB,  // one_f_one_b_schedule
+};
+
+// The fewest micro-batches `kind` runs with on `stages` stages: GPipe any number, 1F1B as many
+// as there are stages (with fewer, its warm-up never reaches the steady state and it degenerates
+// into GPipe, so asking for 1F1B then is a configuration mistake, not a choice).
+int min_microbatches(ScheduleKind kind, int stages);
+
+// The schedule of `kind`. InputError naming [parallelism] for sizes it cannot run.
+Schedule make_schedule(ScheduleKind kind, int stages, int microbatches);
+
 // All forwards, then all backwards, both in micro-batch order (PyTorch's ScheduleGPipe).
 // Stage 0 holds the activations of all m micro-batches at once.
 Schedule gpipe_schedule(int stages, int microbatches);
 
 // 1F1B (PipeDream-Flush): stage s runs p-s-1 warm-up forwards, then alternates one forward
 // and one backward, then drains the remaining backwards. Same bubble as GPipe, but stage s
-// holds at most p-s micro-batches of activations. Needs microbatches >= stages.
+// holds at most p-s micro-batches of activations. Needs min_microbatches(kOneFOneB, stages).
 Schedule one_f_one_b_schedule(int stages, int microbatches);
 
 }  // namespace gt

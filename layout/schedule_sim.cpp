@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 namespace gt {
@@ -159,6 +160,13 @@ SimResult simulate(const Schedule& schedule, int microbatches, const SimCosts& c
   }
   r.bubble_fraction = r.makespan > 0 ? 1.0 - total_busy / (p * r.makespan) : 0.0;
   return r;
+}
+
+std::vector<int> in_flight_per_stage(ScheduleKind kind, int stages, int microbatches) {
+  if (stages == 1) return {1};
+  const SimResult sim = simulate(make_schedule(kind, stages, microbatches), microbatches);
+  if (!sim.ok()) throw std::logic_error("in_flight_per_stage: " + sim.problem);
+  return sim.peak_in_flight;
 }
 
 }  // namespace gt

@@ -41,4 +41,9 @@ struct SimResult {
 // micro-batch 0..m-1 exactly once.
 SimResult simulate(const Schedule& schedule, int microbatches, const SimCosts& costs = {});
 
+// The most micro-batches each stage holds at once (forwarded, not yet backwarded) under `kind`,
+// as the simulator counts them: what a stage's activation memory is a multiple of. One entry
+// per stage; {1} for a single stage.
+std::vector<int> in_flight_per_stage(ScheduleKind kind, int stages, int microbatches);
+
 }  // namespace gt
