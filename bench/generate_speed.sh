@@ -5,7 +5,7 @@
 # (default 512 x 8, ~25M parameters) that stage lm writes as a Hugging Face folder after one
 # step. The times are the worker's own "N tokens in S s": generation only (the prompt's forward
 # and every new token), model loading excluded. Both paths must print the same text; the script
-# stops if they do not. Target (graphtune issue 8): cache >= 5x no cache at 256 new tokens.
+# stops if they do not. Target: cache >= 5x no cache at 256 new tokens.
 # Usage: bench/generate_speed.sh [NEW] [DIM] [LAYERS]   (THREADS=1 by default; run from a built tree)
 set -euo pipefail
 cd "$(dirname "$0")/.."

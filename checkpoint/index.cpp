@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
@@ -209,7 +211,7 @@ std::string index_to_json(const Index& index) {
   j["version"] = Index::kVersion;
   j["step"] = index.step;
   j["total_steps"] = index.total_steps;
-  j["stage"] = index.stage;
+  j["stage"] = name_of(index.stage);
   j["layout"] = {{"dp", index.layout.dp},
                  {"pp", index.layout.pp},
                  {"tp", index.layout.tp},
@@ -250,7 +252,10 @@ Index parse_index(const std::string& json_text, const std::string& path) {
   index.total_steps = p.integer(p.get(j, "", "total_steps"), "total_steps", 0);
   if (index.total_steps > 0 && index.step > index.total_steps)  // 0: a length the saver did not know
     p.bad("step", "is " + std::to_string(index.step) + ", past the run's total_steps " + std::to_string(index.total_steps));
-  index.stage = p.string(p.get(j, "", "stage"), "stage");
+  const std::string stage = p.string(p.get(j, "", "stage"), "stage");
+  const std::optional<Phase> phase = value_named<Phase>(stage);
+  if (!phase) p.bad("stage", "is \"" + stage + "\", not a stage graphtune trains (lm, grounding, graph_matching, task)");
+  index.stage = *phase;
   index.layout = p.layout(p.get(j, "", "layout"), "layout");
   index.model_fingerprint = p.string(p.get(j, "", "model_fingerprint"), "model_fingerprint");
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/names.hpp"
+
 namespace gt::ckpt {
 
 struct Chunk {
@@ -47,7 +49,7 @@ struct Index {
   static constexpr int kVersion = 1;
   int64_t step = 0;         // optimizer steps completed; the resumed run starts at this step
   int64_t total_steps = 0;  // of the run that saved it
-  std::string stage;        // [training].stage
+  Phase stage = Phase::kLm;  // [training].stage of the run that saved it
   Layout layout;
   // Model identity: a hash of the architecture and of every saved and frozen tensor's name and
   // global shape (the saver computes it; see the worker). A different model is refused.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,14 +73,16 @@ std::unique_ptr<Communicator> nccl_world(double timeout_seconds) {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_world_communicator(const std::string& backend, double timeout_seconds) {
-  if (backend == "mpi") {
-    std::unique_ptr<Communicator> comm = MpiCommunicator::world();
-    comm->set_timeout_seconds(timeout_seconds);
-    return comm;
+std::unique_ptr<Communicator> make_world_communicator(Backend backend, double timeout_seconds) {
+  switch (backend) {
+    case Backend::kMpi: {
+      std::unique_ptr<Communicator> comm = MpiCommunicator::world();
+      comm->set_timeout_seconds(timeout_seconds);
+      return comm;
+    }
+    case Backend::kNccl: return nccl_world(timeout_seconds);
   }
-  if (backend == "nccl") return nccl_world(timeout_seconds);
-  fail(kWhere, "unknown backend '" + backend + "' (mpi or nccl)");
+  throw std::logic_error("make_world_communicator: unknown backend");
 }
 
 }  // namespace gt

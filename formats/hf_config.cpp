@@ -155,6 +155,7 @@ void require(ConfigReader& r, const std::string& key, bool ok, const std::string
 LlamaConfig read_hf_config(const std::string& dir) {
   if (!is_directory(dir)) fail(dir, "not a model folder (missing or not a directory)");
   const std::string path = join_path(dir, hf_detail::kConfigFile);
+  if (!path_exists(path)) fail(path, "cannot open: the folder has no config.json (a Hugging Face model folder has one)");
   json j;
   try {
     j = json::parse(read_file(path));

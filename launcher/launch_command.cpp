@@ -62,7 +62,7 @@ JobSpec worker_job(const std::string& subcommand, const std::string& config) {
 // --dry-run prints the command; otherwise the job runs.
 int run_or_print(const JobSpec& spec, const LaunchFlags& f) {
   if (!f.dry_run) return run_job(spec, f);
-  std::printf("%s\n", shell_command(job_command(spec, f)).c_str());
+  std::fputs(dry_run_text(spec, f).c_str(), stdout);
   return 0;
 }
 
@@ -73,7 +73,7 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
   if (skip) set_override(user, "data.skip_invalid", "true");
   JobSpec spec = worker_job("train", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kTrain);
-  spec.run_dir = spec.layout.cfg.out_dir;
+  spec.run_dir = spec.layout.cfg.job.out_dir;
   spec.checkpointed = true;
   spec.resume_command = resume_command(argc, argv, {"--resume", "latest"});
   if (spec.layout.np > 1 || f.dry_run) {
@@ -88,7 +88,7 @@ int run_eval(LaunchFlags& f, const std::vector<std::string>& extra, const std::s
   if (skip) set_override(user, "data.skip_invalid", "true");
   JobSpec spec = worker_job("eval", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kEval);
-  spec.run_dir = out.empty() ? spec.layout.cfg.eval_out_dir : out;
+  spec.run_dir = out.empty() ? spec.layout.cfg.eval.out_dir : out;
   if (!out.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--out", out});
   return run_or_print(spec, f);
 }

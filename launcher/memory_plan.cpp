@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <optional>
 
-#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "formats/model_config.hpp"
+#include "formats/model_presets.hpp"
 #include "layout/partition.hpp"
+#include "layout/schedule_sim.hpp"
 
 namespace gt {
 
@@ -26,7 +27,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 //   transport: measured 383 MiB per rank (dp 2).
 constexpr double kCpuBaselineOneMiB = 376, kCpuBaselineMpiMiB = 383;
 // * Retention: with MALLOC_MMAP_THRESHOLD_=131072 (glibc's threshold fixed: every large tensor
-//   mmapped, given back on free) stage lm at dim 512, 8 layers, 8 heads / 4 kv heads, hidden
+//   mmapped, given back on free) phase lm at dim 512, 8 layers, 8 heads / 4 kv heads, hidden
 //   1376, seq 256, batch 8 peaked at 1344 MiB, and at 838 MiB with activation checkpointing;
 //   the live-tensor model below (plus the baseline) says 1345 and 792: the byte counts hold.
 //   With glibc's default, its mmap threshold rises to the largest block freed (up to 32 MiB)
@@ -53,11 +54,9 @@ struct Sizes {
   double residual;  // bytes of the residual stream (layer inputs, pipeline messages)
 };
 
-bool is_graph_stage(const std::string& s) { return s == "graph_matching" || s == "task"; }
-
 int64_t vocab_of(const PlanJob& job) {
-  // The graph stages add <g_patch>, <g_start>, <g_end> to the vocabulary.
-  return job.model.vocab_size + (is_graph_stage(job.stage) ? 3 : 0);
+  // The graph phases add <g_patch>, <g_start>, <g_end> to the vocabulary.
+  return job.model.vocab_size + (is_graph_phase(job.stage) ? 3 : 0);
 }
 
 // Bytes autograd keeps per token of one decoder layer (model/llama.cpp's layer(), read op by
@@ -75,14 +74,14 @@ int64_t vocab_of(const PlanJob& job) {
 double layer_bytes_per_token(const PlanJob& job) {
   const double D = static_cast<double>(job.model.dim), H = static_cast<double>(job.model.hidden_dim);
   const double lse = 4.0 * static_cast<double>(job.model.n_heads);
-  const bool frozen = is_graph_stage(job.stage);
+  const bool frozen = is_graph_phase(job.stage);
   if (!frozen) return (job.bf16 ? 28 * D + 8 * H : 40 * D + 16 * H) + lse;
   return (job.bf16 ? 16 * D + 6 * H : 24 * D + 12 * H) + lse;
 }
 
 Sizes sizes_of(const PlanJob& job) {
-  // The lm stage embeds from fp32 master weights; the graph stages from the bf16 frozen table.
-  return {job.bf16 ? 2.0 : 4.0, (job.bf16 && is_graph_stage(job.stage)) ? 2.0 : 4.0};
+  // The lm phase embeds from fp32 master weights; the graph phases from the bf16 frozen table.
+  return {job.bf16 ? 2.0 : 4.0, (job.bf16 && is_graph_phase(job.stage)) ? 2.0 : 4.0};
 }
 
 struct StageParams {
@@ -96,18 +95,13 @@ StageParams partition_of(const PlanJob& job, int pp) {
   StageParams s;
   s.first_extra = V * D;
   s.last_extra = D + V * D;  // final norm + head (a copy of the table when tied)
-  if (is_graph_stage(job.stage))
+  if (is_graph_phase(job.stage))
     s.first_extra += graph_encoder_params(job.graph_hidden) + job.graph_hidden * D + D;
   std::vector<int64_t> layers(static_cast<size_t>(m.n_layers), m.layer_params());
   s.first = balanced_partition(layers, pp, s.first_extra, s.last_extra);
   return s;
 }
 
-int in_flight_of(const PlanJob& job, int pp, int stage) {
-  if (pp == 1) return 1;
-  const int m = static_cast<int>(job.microbatches);
-  return job.schedule == "gpipe" ? m : std::min(m, pp - stage);
-}
 
 }  // namespace
 
@@ -120,80 +114,26 @@ int64_t ModelShape::total_params() const {
   return vocab_size * dim * (tied ? 1 : 2) + n_layers * layer_params() + dim;
 }
 
-const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names{"vicuna-7b", "smollm2", "stories260K"};
-  return names;
-}
-
-ModelShape model_preset(const std::string& name) {
+ModelShape model_shape(const std::string& name, const LlamaConfig& c) {
   ModelShape m;
   m.name = name;
-  if (name == "vicuna-7b") {  // = LLaMA-7B
-    m.dim = 4096, m.n_layers = 32, m.n_heads = 32, m.n_kv_heads = 32, m.hidden_dim = 11008, m.vocab_size = 32000;
-  } else if (name == "smollm2") {  // SmolLM2-135M
-    m.dim = 576, m.n_layers = 30, m.n_heads = 9, m.n_kv_heads = 3, m.hidden_dim = 1536, m.vocab_size = 49152;
-    m.tied = true;
-  } else if (name == "stories260K") {  // ../shared/assets/llm/stories260K.bin's header
-    m.dim = 64, m.n_layers = 5, m.n_heads = 8, m.n_kv_heads = 4, m.hidden_dim = 172, m.vocab_size = 512;
-    m.tied = true;
-  } else {
-    std::string list;
-    for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-    fail("--model", "unknown preset '" + name + "' (presets: " + list + "; or a Hugging Face folder or llama2.c .bin)");
-  }
+  m.dim = c.dim, m.n_layers = c.n_layers, m.n_heads = c.n_heads, m.n_kv_heads = c.n_kv_heads;
+  m.hidden_dim = c.hidden_dim, m.vocab_size = c.vocab_size, m.tied = c.tie_embeddings;
   return m;
 }
 
+ModelShape model_preset(const std::string& name) {
+  if (const std::optional<LlamaConfig> c = known_model_shape(name)) return model_shape(name, *c);
+  std::string list;
+  for (const auto& n : known_model_shape_names()) list += (list.empty() ? "" : ", ") + n;
+  fail("--model", "unknown preset '" + name + "' (presets: " + list +
+                      "; or a Hugging Face folder, llama2.c .bin or GGUF file)");
+}
+
 ModelShape resolve_model(const std::string& spec) {
-  for (const auto& n : preset_names())
-    if (spec == n) return model_preset(spec);
-  if (is_directory(spec)) {
-    const std::string path = spec + "/config.json";
-    if (!path_exists(path)) fail(spec, "has no config.json (a Hugging Face model folder has one)");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(path));
-    } catch (const std::exception& e) {
-      fail(path, std::string("not valid JSON: ") + e.what());
-    }
-    auto integer = [&](const char* key, int64_t def) -> int64_t {
-      if (!j.contains(key)) {
-        if (def >= 0) return def;
-        fail(path, std::string("key '") + key + "' is missing");
-      }
-      if (!j[key].is_number_integer()) fail(path, std::string("key '") + key + "' must be an integer");
-      return j[key].get<int64_t>();
-    };
-    ModelShape m;
-    m.name = spec;
-    m.dim = integer("hidden_size", -1);
-    m.hidden_dim = integer("intermediate_size", -1);
-    m.n_layers = integer("num_hidden_layers", -1);
-    m.n_heads = integer("num_attention_heads", -1);
-    m.n_kv_heads = integer("num_key_value_heads", m.n_heads);
-    m.vocab_size = integer("vocab_size", -1);
-    m.tied = j.value("tie_word_embeddings", false);
-    if (m.dim <= 0 || m.n_heads <= 0 || m.n_layers <= 0 || m.hidden_dim <= 0 || m.vocab_size <= 0 ||
-        m.n_kv_heads <= 0 || m.dim % m.n_heads != 0)
-      fail(path, "sizes must be positive and hidden_size a multiple of num_attention_heads");
-    return m;
-  }
-  if (ends_with(spec, ".bin") && path_exists(spec)) {
-    std::ifstream in(spec, std::ios::binary);
-    int32_t h[7] = {};
-    if (!in.read(reinterpret_cast<char*>(h), sizeof h)) fail(spec, "shorter than llama2.c's 28-byte header");
-    ModelShape m;
-    m.name = spec;
-    m.dim = h[0], m.hidden_dim = h[1], m.n_layers = h[2], m.n_heads = h[3], m.n_kv_heads = h[4];
-    m.vocab_size = std::abs(h[5]);
-    m.tied = h[5] > 0;  // negative: an unshared classifier follows
-    if (m.dim <= 0 || m.hidden_dim <= 0 || m.n_layers <= 0 || m.n_heads <= 0 || m.n_kv_heads <= 0 || m.vocab_size == 0)
-      fail(spec, "not a llama2.c checkpoint (its header has non-positive sizes)");
-    return m;
-  }
-  if (path_exists(spec)) fail(spec, "neither a Hugging Face folder nor a llama2.c .bin");
-  model_preset(spec);  // fails, listing the presets
-  return {};
+  if (known_model_shape(spec)) return model_preset(spec);
+  if (!path_exists(resolve_model_path(spec, "--model"))) model_preset(spec);  // fails, listing the presets
+  return model_shape(spec, read_model_config(spec));
 }
 
 Devices parse_gpus(const std::string& spec) {
@@ -224,17 +164,23 @@ Devices parse_gpus(const std::string& spec) {
   return d;
 }
 
+Phase plan_stage(const std::string& name) {
+  const std::optional<Phase> p = value_named<Phase>(name);
+  if (!p || (*p != Phase::kLm && !is_graph_phase(*p)))
+    fail("--stage", "unknown stage '" + name + "' (the planner knows lm, graph_matching, task)");
+  return *p;
+}
+
 void check_plan_job(const PlanJob& job) {
-  if (job.stage != "lm" && !is_graph_stage(job.stage))
-    fail("--stage", "unknown stage '" + job.stage + "' (the planner knows lm, graph_matching, task)");
+  if (job.stage != Phase::kLm && !is_graph_phase(job.stage))
+    fail("--stage", "unknown stage '" + std::string(name_of(job.stage)) + "' (the planner knows lm, graph_matching, task)");
   if (job.seq < 1 || job.micro_batch < 1 || job.microbatches < 1)
     fail("plan", "--seq, --micro-batch and --microbatches must be positive");
-  if (job.schedule != "1f1b" && job.schedule != "gpipe") fail("--schedule", "must be 1f1b or gpipe");
 }
 
 std::vector<Layout> layouts_for(int n, const PlanJob& job) {
   std::vector<Layout> out;
-  const bool tp_ok = is_graph_stage(job.stage);
+  const bool tp_ok = is_graph_phase(job.stage);
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp || (tp > 1 && !tp_ok)) continue;
     for (int pp = 1; pp <= n / tp; ++pp) {
@@ -251,16 +197,20 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
   check_plan_job(job);
   const ModelShape& m = job.model;
   const int64_t V = vocab_of(job), D = m.dim;
-  const bool graph = is_graph_stage(job.stage);
+  const bool graph = is_graph_phase(job.stage);
   const Sizes sz = sizes_of(job);
   const StageParams part = partition_of(job, layout.pp);
   const double tokens = static_cast<double>(job.micro_batch * job.seq);  // one micro-batch
   const double per_layer = layer_bytes_per_token(job) * tokens;
   // The attention mask SDPA turns into the activations' dtype and keeps: [1, 1, T, T] in stage
-  // lm, [B, 1, T, T] with the graph stages' padding mask.
+  // lm, [B, 1, T, T] with the graph phases' padding mask.
   const double mask = static_cast<double>(job.seq) * job.seq * sz.act * (graph ? job.micro_batch : 1);
   const double T = static_cast<double>(job.seq);
   const double learned = graph ? tokens : job.micro_batch * (T - 1);  // head positions (graph: upper bound)
+  // A pipeline runs at least the micro-batches its schedule needs (the worker refuses fewer), and
+  // each stage holds what the simulator counts in flight under that schedule.
+  const int64_t microbatches = std::max<int64_t>(job.microbatches, min_microbatches(job.schedule, layout.pp));
+  const std::vector<int> in_flight = in_flight_per_stage(job.schedule, layout.pp, static_cast<int>(microbatches));
 
   LayoutPlan plan;
   plan.layout = layout;
@@ -272,7 +222,7 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
     r.last_layer = s + 1 < layout.pp ? part.first[static_cast<size_t>(s) + 1] : m.n_layers;
     const bool first = s == 0, last = s + 1 == layout.pp;
     const double layers = static_cast<double>(r.last_layer - r.first_layer);
-    r.in_flight = in_flight_of(job, layout.pp, s);
+    r.in_flight = in_flight[static_cast<size_t>(s)];
 
     // Parameters this rank holds: its layers, the table on stage 0, norm + head on the last
     // (a tied table is one tensor when both ends are one rank).
@@ -282,7 +232,7 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
     int64_t trainable = 0;
     if (graph) {
       const int64_t proj = (job.graph_hidden * D + D) / layout.tp;
-      if (first) trainable = proj + (job.trainable == "graphgpt" ? 2 * D : 0);
+      if (first) trainable = proj + (job.trainable == Trainable::kGraphGpt ? 2 * D : 0);
       const double frozen_bytes = job.bf16 ? 2.0 : 4.0;
       r.weights = held * frozen_bytes + 4.0 * static_cast<double>(trainable);
       if (first) r.weights += frozen_bytes * static_cast<double>(graph_encoder_params(job.graph_hidden));
@@ -341,10 +291,10 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
     // and gradients back for every micro-batch.
     double step_comm = 0;
     if (layout.dp > 1) step_comm += 2.0 * 4.0 * static_cast<double>(trainable);
-    if (layout.pp > 1) step_comm += job.microbatches * msg * ((first ? 0 : 1) + (last ? 0 : 1)) * 2.0;
+    if (layout.pp > 1) step_comm += microbatches * msg * ((first ? 0 : 1) + (last ? 0 : 1)) * 2.0;
     // tp: the projector's output gathered (forward) and its gradient's slices (backward); the
     // graph tokens are at most the sequence, so this bounds it.
-    if (layout.tp > 1 && first) step_comm += job.microbatches * 2.0 * tokens * D * 4.0;
+    if (layout.tp > 1 && first) step_comm += microbatches * 2.0 * tokens * D * 4.0;
     plan.comm_per_step = std::max(plan.comm_per_step, step_comm);
     plan.stages.push_back(r);
   }

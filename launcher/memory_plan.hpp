@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "config/names.hpp"
+#include "formats/llama_config.hpp"
+
 namespace gt {
 
 // The decoder's shape: what the byte counts depend on.
@@ -17,11 +20,14 @@ struct ModelShape {
   int64_t layer_params() const;  // one decoder layer: two norms, q k v o, gate up down
   int64_t total_params() const;  // embeddings + layers + final norm (+ head when not tied)
 };
+ModelShape model_shape(const std::string& name, const LlamaConfig& config);
 
-// "vicuna-7b", "smollm2", "stories260K"; InputError listing the presets otherwise.
+// A shape graphtune knows without the model's file ("vicuna-7b", "smollm2", "stories260K":
+// formats/model_presets.hpp); InputError listing them otherwise.
 ModelShape model_preset(const std::string& name);
-const std::vector<std::string>& preset_names();
-// A preset name, a Hugging Face folder (its config.json) or a llama2.c .bin (its 28-byte header).
+// One of those names, or a model file read as training reads it (formats/model_config.hpp): a
+// Hugging Face folder (its config.json), a llama2.c .bin (its header), a GGUF file (its
+// metadata) or a file preset such as smollm2's GGUF.
 ModelShape resolve_model(const std::string& spec);
 
 // What the devices are: N GPUs of some memory each ("2x24GB"), or N CPU processes on one host
@@ -36,24 +42,26 @@ Devices parse_gpus(const std::string& spec);
 
 struct PlanJob {
   ModelShape model;
-  std::string stage = "lm";  // lm | graph_matching | task
-  int64_t seq = 2048;        // tokens per sequence (graph stages: [data].max_len)
+  Phase stage = Phase::kLm;  // lm | graph_matching | task (plan_stage)
+  int64_t seq = 2048;        // tokens per sequence (graph phases: [data].max_len)
   int64_t micro_batch = 1;   // sequences per micro-batch on one rank
   int64_t microbatches = 1;  // pipeline micro-batches per step (rank's batch = micro_batch x this)
   bool bf16 = true;
   bool checkpointing = false;
-  std::string trainable = "graphgpt";  // graph stages: graphgpt (projector + 2 rows) | projector
-  std::string schedule = "1f1b";
+  Trainable trainable = Trainable::kGraphGpt;  // graph phases: the projector + 2 rows, or the projector
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
   bool weights_from_file = false;  // loaded (a second copy while loading) or freshly initialised
   int64_t graph_hidden = 128;      // the graph encoder's output width (GraphGPT's 128)
 };
-// InputError on a stage the planner does not know, a non-positive size.
+// --stage: the phases the planner knows (lm, graph_matching, task); InputError otherwise.
+Phase plan_stage(const std::string& name);
+// InputError on a phase the planner does not know, a non-positive size.
 void check_plan_job(const PlanJob& job);
 
 struct Layout {
   int dp = 1, pp = 1, tp = 1;
 };
-// Every dp x pp x tp = n: tp > 1 only for graph stages (it splits the projector alone), pp at
+// Every dp x pp x tp = n: tp > 1 only for graph phases (it splits the projector alone), pp at
 // most n_layers.
 std::vector<Layout> layouts_for(int n, const PlanJob& job);
 

@@ -152,7 +152,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
       if (rc != 0) return rc;
     }
   if (f.dry_run) {
-    for (const Step& s : steps) std::printf("%s\n", shell_command(job_command(s.spec, s.flags)).c_str());
+    for (const Step& s : steps) std::fputs(dry_run_text(s.spec, s.flags).c_str(), stdout);
     return 0;
   }
 
@@ -164,7 +164,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
       rows.push_back({s.spec.title, "skipped", "", s.spec.run_dir});
       continue;
     }
-    if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint_dir).empty())
+    if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint.dir).empty())
       set_override(s.spec.layout.overrides, "checkpoint.resume", "latest");
     std::printf("graphtune: pipeline: %s\n", s.spec.title.c_str());
     std::fflush(stdout);

@@ -2,12 +2,13 @@
 // dp x pp x tp layout of the devices, and which layout to use (launcher/memory_plan.hpp).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/memory_plan.hpp"
 
@@ -23,36 +24,36 @@ struct PlanOptions {
 };
 
 // The job a config describes, and the layout it asks for (dp, pp, tp).
-PlanJob job_from_config(const TrainConfig& cfg, Layout& layout) {
+PlanJob job_from_config(const JobConfig& cfg, Layout& layout) {
   PlanJob job;
-  const bool graph = cfg.stage == "graph_matching" || cfg.stage == "task";
-  if (!cfg.model_path.empty()) {
-    job.model = resolve_model(cfg.model_path);
+  const bool graph = is_graph_phase(cfg.training.stage);
+  if (!cfg.model.path.empty()) {
+    job.model = resolve_model(cfg.model.path);
     job.weights_from_file = true;
   } else {
     // The fresh model of [model]; its vocabulary is the tokenizer's: the built-in byte
     // tokenizer's 259 pieces, or [model].vocab_size for one trained on the job's texts.
-    job.model.name = "fresh [model] of " + (cfg.path.empty() ? std::string("the defaults") : cfg.path);
-    job.model.dim = cfg.dim, job.model.n_layers = cfg.n_layers, job.model.n_heads = cfg.n_heads;
-    job.model.n_kv_heads = cfg.n_kv_heads, job.model.hidden_dim = cfg.hidden_dim;
-    job.model.vocab_size = cfg.tokenizer == "train" ? cfg.vocab_size : 259;
+    job.model.name = "fresh [model] of " + (cfg.file.empty() ? std::string("the defaults") : cfg.file);
+    job.model.dim = cfg.model.dim, job.model.n_layers = cfg.model.n_layers, job.model.n_heads = cfg.model.n_heads;
+    job.model.n_kv_heads = cfg.model.n_kv_heads, job.model.hidden_dim = cfg.model.hidden_dim;
+    job.model.vocab_size = cfg.model.tokenizer == "train" ? cfg.model.vocab_size : 259;
     job.model.tied = true;
   }
-  job.stage = cfg.stage;
-  // Stage lm's windows are seq_len + 1 tokens (the last one is the last position's label);
-  // the graph stages pad a batch to its longest record, at most max_len: the bound is planned.
-  job.seq = graph ? cfg.max_len : cfg.seq_len + 1;
-  layout = Layout{static_cast<int>(cfg.dp), static_cast<int>(cfg.pp), static_cast<int>(cfg.tp)};
-  job.microbatches = cfg.microbatches;
-  const int64_t split = cfg.dp * cfg.microbatches;
-  if (cfg.batch_size % split != 0)
-    fail(cfg.path + ": [training].batch_size", std::to_string(cfg.batch_size) + " does not split into dp x microbatches = " +
+  job.stage = cfg.training.stage;
+  // Phase lm's windows are seq_len + 1 tokens (the last one is the last position's label);
+  // the graph phases pad a batch to its longest record, at most max_len: the bound is planned.
+  job.seq = graph ? cfg.data.max_len : cfg.training.seq_len + 1;
+  layout = Layout{static_cast<int>(cfg.parallelism.dp), static_cast<int>(cfg.parallelism.pp), static_cast<int>(cfg.parallelism.tp)};
+  job.microbatches = cfg.parallelism.microbatches;
+  const int64_t split = cfg.parallelism.dp * cfg.parallelism.microbatches;
+  if (cfg.training.batch_size % split != 0)
+    fail(cfg.file + ": [training].batch_size", std::to_string(cfg.training.batch_size) + " does not split into dp x microbatches = " +
                                                    std::to_string(split) + " equal micro-batches");
-  job.micro_batch = cfg.batch_size / split;
-  job.bf16 = cfg.dtype == "bf16";
-  job.checkpointing = cfg.activation_checkpointing;
-  job.trainable = cfg.trainable;
-  job.schedule = cfg.schedule;
+  job.micro_batch = cfg.training.batch_size / split;
+  job.bf16 = cfg.model.bf16();
+  job.checkpointing = cfg.training.activation_checkpointing;
+  job.trainable = cfg.training.trainable;
+  job.schedule = cfg.parallelism.schedule;
   return job;
 }
 
@@ -90,22 +91,27 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
   auto overrides = take_overrides(extra, rest);
   if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
   if (!o.config.empty()) {
-    job = job_from_config(read_train_config(o.config, overrides, ConfigUse::kTrain), asked);
+    job = job_from_config(read_job_config(o.config, overrides, ConfigUse::kTrain), asked);
   } else {
     if (!overrides.empty()) fail("command line", "--section.key overrides need a config (-c FILE)");
-    if (o.model.empty()) fail("plan", "--model PRESET|FOLDER|FILE.bin or -c CONFIG is required");
+    if (o.model.empty()) fail("plan", "--model PRESET|FOLDER|FILE.bin|FILE.gguf or -c CONFIG is required");
     job.model = resolve_model(o.model);
     job.weights_from_file = true;
-    job.stage = o.stage;
     job.seq = o.seq;
     job.micro_batch = o.micro_batch;
     job.microbatches = o.microbatches;
-    if (o.dtype != "bf16" && o.dtype != "fp32") fail("--dtype", "must be bf16 or fp32 (got '" + o.dtype + "')");
-    job.bf16 = o.dtype == "bf16";
+    const std::optional<DType> dtype = value_named<DType>(o.dtype);
+    if (!dtype || *dtype == DType::kFp16) fail("--dtype", "must be bf16 or fp32 (got '" + o.dtype + "')");
+    job.bf16 = *dtype == DType::kBf16;
     job.checkpointing = o.checkpointing;
-    job.schedule = o.schedule;
+    job.stage = plan_stage(o.stage);
   }
   check_plan_job(job);
+  if (o.config.empty()) {
+    const std::optional<ScheduleKind> schedule = value_named<ScheduleKind>(o.schedule);
+    if (!schedule) fail("--schedule", "must be 1f1b or gpipe");
+    job.schedule = *schedule;
+  }
 
   Devices d;
   if (o.device == "cpu") {
@@ -127,8 +133,8 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
               job.model.tied ? ", tied" : "");
   std::printf("  stage %s, %lld tokens x micro-batch %lld per rank, %lld pipeline micro-batches (%s), %s, activation "
               "checkpointing %s, on %d %s\n",
-              job.stage.c_str(), static_cast<long long>(job.seq), static_cast<long long>(job.micro_batch),
-              static_cast<long long>(job.microbatches), job.schedule.c_str(), job.bf16 ? "bf16" : "fp32",
+              name_of(job.stage), static_cast<long long>(job.seq), static_cast<long long>(job.micro_batch),
+              static_cast<long long>(job.microbatches), name_of(job.schedule), job.bf16 ? "bf16" : "fp32",
               job.checkpointing ? "on" : "off", d.count,
               d.cpu ? "CPU ranks" : ("GPUs of " + gib(d.bytes_each)).c_str());
 
@@ -137,9 +143,7 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
     if (asked.dp > 0 && d.cpu && asked.dp * asked.pp * asked.tp == d.count &&
         (l.dp != asked.dp || l.pp != asked.pp || l.tp != asked.tp))
       continue;  // a config run on CPU: its own layout only, as the worker will run it
-    PlanJob j = job;
-    if (l.pp > 1 && j.schedule == "1f1b" && j.microbatches < l.pp) j.microbatches = l.pp;  // 1F1B needs m >= pp
-    plans.push_back(plan_layout(j, d, l));
+    plans.push_back(plan_layout(job, d, l));
   }
   if (plans.empty()) fail("plan", "no dp x pp x tp layout of " + std::to_string(d.count) + " ranks for this model");
   const int best = d.cpu ? -1 : recommend(plans);
@@ -168,7 +172,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* sub = app.add_subcommand("plan", "memory per GPU (or CPU rank) of a training job for each dp/pp/tp layout");
   sub->add_option("-c,--config", o->config, "a job config (model, seq, batch, dtype, stage from it)");
-  sub->add_option("--model", o->model, "preset (vicuna-7b, smollm2, stories260K), Hugging Face folder or llama2.c .bin");
+  sub->add_option("--model", o->model, "preset (vicuna-7b, smollm2, stories260K), Hugging Face folder, llama2.c .bin or GGUF file");
   sub->add_option("--gpus", o->gpus, "COUNTxSIZE, e.g. 2x24GB");
   sub->add_option("--device", o->device, "gpu (default) or cpu");
   sub->add_option("--ranks", o->ranks, "CPU ranks (with --device cpu; default: the config's dp x pp x tp)");

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 
 #include "checkpoint/checkpoint_dir.hpp"
 #include "common/atomic_file.hpp"
@@ -47,6 +49,14 @@ std::string log_tail(const std::string& path, size_t lines) {
   return out;
 }
 
+// One rank on this host needs no mpirun: the worker runs as one process without MPI, and starts
+// faster (the control plane is the same).
+bool runs_worker_alone(const JobSpec& spec, const LaunchFlags& flags) {
+  return spec.layout.np == 1 && spec.layout.hostfile_text.empty() && flags.mpirun_args.empty();
+}
+
+const char* const kControlEnv[] = {control::kAddressEnv, control::kTokenEnv, control::kHeartbeatEnv};
+
 }  // namespace
 
 std::string worker_binary() {
@@ -65,9 +75,7 @@ std::string worker_binary() {
 }
 
 std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& flags) {
-  // One rank on this host needs no mpirun: the worker runs as one process without MPI, and
-  // starts faster (the control plane is the same).
-  if (spec.layout.np == 1 && spec.layout.hostfile_text.empty() && flags.mpirun_args.empty()) {
+  if (runs_worker_alone(spec, flags)) {
     std::vector<std::string> argv{spec.worker};
     argv.insert(argv.end(), spec.worker_args.begin(), spec.worker_args.end());
     for (const auto& a : override_args(spec.layout.overrides)) argv.push_back(a);
@@ -78,7 +86,7 @@ std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& fla
   if (!spec.layout.hostfile_text.empty()) m.hostfile = spec.run_dir + "/logs/hostfile";
   m.oversubscribe = spec.layout.oversubscribe;
   m.per_host = spec.layout.per_host;
-  m.export_env = {control::kAddressEnv, control::kTokenEnv, control::kHeartbeatEnv};
+  m.export_env.assign(std::begin(kControlEnv), std::end(kControlEnv));
   // The tests' fault injection (a rank killed inside a checkpoint write) reaches the ranks on
   // every host, not only those mpirun starts here with its own environment.
   if (std::getenv("GRAPHTUNE_TEST_KILL_IN_SAVE")) m.export_env.push_back("GRAPHTUNE_TEST_KILL_IN_SAVE");
@@ -87,6 +95,23 @@ std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& fla
   m.program.insert(m.program.end(), spec.worker_args.begin(), spec.worker_args.end());
   for (const auto& a : override_args(spec.layout.overrides)) m.program.push_back(a);
   return mpirun_argv(m);
+}
+
+std::string dry_run_text(const JobSpec& spec, const LaunchFlags& flags) {
+  std::string text;
+  if (!spec.layout.hostfile_text.empty()) {
+    text += "# " + spec.run_dir + "/logs/hostfile, which the launcher writes before it starts mpirun:\n";
+    std::istringstream lines(spec.layout.hostfile_text);
+    for (std::string line; std::getline(lines, line);) text += "#   " + line + "\n";
+  }
+  text += shell_command(job_command(spec, flags));
+  if (!runs_worker_alone(spec, flags)) {
+    std::string names;
+    for (const char* name : kControlEnv) names += (names.empty() ? "" : ", ") + std::string(name);
+    text += "  # " + names + ": set by the launcher for each attempt (run by hand, without them, the ranks train "
+            "unsupervised)";
+  }
+  return text + "\n";
 }
 
 int preflight(const std::string& worker, const std::string& config, const JobLayout& layout) {
@@ -131,7 +156,7 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
   const bool made_run_dir = !path_exists(spec.run_dir);
   make_dirs(spec.run_dir + "/logs");
   const std::string log_path = spec.run_dir + "/logs/workers.log";
-  RunView view(spec.run_dir, !spec.layout.cfg.resume.empty(), spec.layout.cfg.log_every);
+  RunView view(spec.run_dir, !spec.layout.cfg.checkpoint.resume.empty(), spec.layout.cfg.training.log_every);
   install_stop_signals();
   // On a terminal the progress bar owns the screen and the workers' output goes to the log
   // only; anywhere else (a pipe, a CI log) it is also passed through, as mpirun would.
@@ -209,14 +234,14 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
     if (!echo) std::fprintf(stderr, "last lines of %s:\n%s", log_path.c_str(), log_tail(log_path, 12).c_str());
     view.print_summary(job_spec.title + " failed", res);
     if (attempt >= flags.max_restarts || !spec.checkpointed) return 1;
-    const auto committed = ckpt::committed_checkpoints(job_spec.layout.cfg.checkpoint_dir);
+    const auto committed = ckpt::committed_checkpoints(job_spec.layout.cfg.checkpoint.dir);
     if (!committed.empty()) {
       set_override(job_spec.layout.overrides, "checkpoint.resume", "latest");
       view.say("restart " + std::to_string(attempt + 1) + " of " + std::to_string(flags.max_restarts) + " from " +
                committed.back());
     } else {
       view.say("restart " + std::to_string(attempt + 1) + " of " + std::to_string(flags.max_restarts) +
-               " from the start (no committed checkpoint in " + job_spec.layout.cfg.checkpoint_dir + ")");
+               " from the start (no committed checkpoint in " + job_spec.layout.cfg.checkpoint.dir + ")");
     }
   }
 }

@@ -21,8 +21,14 @@ struct JobSpec {
 
 int run_job(const JobSpec& spec, const LaunchFlags& flags);
 
-// The mpirun command run_job would run (for --dry-run), without starting anything.
+// The mpirun command run_job would run, without starting anything.
 std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& flags);
+
+// What --dry-run prints for the job: that command as one line a shell reads back, after the
+// hostfile it names (which the launcher writes only when it runs the job), as comment lines;
+// under mpirun the line ends in a comment naming the variables the launcher sets for each
+// attempt (its control plane's address, a fresh token, the heartbeat), which `-x` passes on.
+std::string dry_run_text(const JobSpec& spec, const LaunchFlags& flags);
 
 // The graphtune-worker binary beside this one (or $GRAPHTUNE_WORKER).
 std::string worker_binary();

@@ -9,6 +9,14 @@
 
 namespace gt {
 
+// What the balanced partition weighs: the parameters of each decoder layer, and those stage 0
+// (embeddings; GraphGPT's encoder and projector) and the last stage (final norm and head, a copy
+// of the table when tied) hold besides. The model counts them (LlamaImpl::stage_weights).
+struct StageWeights {
+  std::vector<int64_t> layers;
+  int64_t first_extra = 0, last_extra = 0;
+};
+
 // The partition into `stages` stages that minimises the largest stage's parameter count
 // (extras included). Exact: binary search on that maximum with a greedy feasibility test.
 // Among optimal partitions, ties go to the later stages (each takes as many layers as the
@@ -16,6 +24,9 @@ namespace gt {
 // activations. InputError naming [parallelism].pp when there are fewer layers than stages.
 std::vector<int> balanced_partition(const std::vector<int64_t>& layer_params, int stages, int64_t first_extra = 0,
                                     int64_t last_extra = 0);
+inline std::vector<int> balanced_partition(const StageWeights& w, int stages) {
+  return balanced_partition(w.layers, stages, w.first_extra, w.last_extra);
+}
 
 // The largest stage's parameter count under `first` (extras included): what
 // balanced_partition minimises, for reports and tests.

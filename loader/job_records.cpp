@@ -22,37 +22,37 @@ void report_skipped(const std::string& file, const char* why, int64_t skipped, i
 
 }  // namespace
 
-std::vector<InstructionRecord> read_job_records(const TrainConfig& cfg) {
+std::vector<InstructionRecord> read_job_records(const DataSection& data) {
   InstructionReadOptions opts;
-  opts.skip_invalid = cfg.skip_invalid;
+  opts.skip_invalid = data.skip_invalid;
   opts.max_reasons = 3;
   InstructionReadReport rep;
-  auto records = read_instructions(cfg.instructions, opts, &rep);
-  report_skipped(cfg.instructions, "invalid", rep.skipped, rep.total, rep.first_reasons);
+  auto records = read_instructions(data.instructions, opts, &rep);
+  report_skipped(data.instructions, "invalid", rep.skipped, rep.total, rep.first_reasons);
   return records;
 }
 
 void check_records_against_features(std::vector<InstructionRecord>& records, const FeatureTable& features,
-                                    const TrainConfig& cfg) {
+                                    const DataSection& data) {
   const size_t total = records.size();
   std::vector<InstructionRecord> kept;
   kept.reserve(total);
   std::vector<std::string> first;
   for (auto& r : records) {
     try {
-      const std::string where = cfg.instructions + ": record " + r.id;
-      check_node_ids(r, features.of(r.dataset, where).size(0), cfg.instructions);
+      const std::string where = data.instructions + ": record " + r.id;
+      check_node_ids(r, features.of(r.dataset, where).size(0), data.instructions);
       kept.push_back(std::move(r));
     } catch (const InputError& e) {
-      if (!cfg.skip_invalid) throw;
+      if (!data.skip_invalid) throw;
       if (first.size() < 3) first.push_back(e.what());
     }
   }
   const int64_t dropped = static_cast<int64_t>(total - kept.size());
   if (kept.empty())
-    fail(cfg.instructions, "no record left after dropping " + std::to_string(dropped) +
+    fail(data.instructions, "no record left after dropping " + std::to_string(dropped) +
                                " whose nodes are not in the feature tables (first: " + first[0] + ")");
-  report_skipped(cfg.instructions, "nodes outside the feature tables", dropped, static_cast<int64_t>(total), first);
+  report_skipped(data.instructions, "nodes outside the feature tables", dropped, static_cast<int64_t>(total), first);
   records = std::move(kept);
 }
 

@@ -6,16 +6,16 @@
 // first ones were.
 #include <vector>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "data/instructions.hpp"
 #include "loader/feature_table.hpp"
 
 namespace gt {
 
-std::vector<InstructionRecord> read_job_records(const TrainConfig& cfg);
+std::vector<InstructionRecord> read_job_records(const DataSection& data);
 
 // Every record's dataset must have a feature table and its node ids must be rows of it.
 void check_records_against_features(std::vector<InstructionRecord>& records, const FeatureTable& features,
-                                    const TrainConfig& cfg);
+                                    const DataSection& data);
 
 }  // namespace gt

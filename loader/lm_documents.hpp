@@ -1,10 +1,10 @@
 #pragma once
-// Stage lm's corpus, as texts, before any tokenizer: the embedded graph's, a text-graph
+// Phase lm's corpus, as texts, before any tokenizer: the embedded graph's, a text-graph
 // folder's, or a text file's.
 #include <string>
 #include <vector>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "data/instructions.hpp"
 
 namespace gt {
@@ -14,6 +14,6 @@ namespace gt {
 // statements of papers' topics ("<title> is a paper about <topic>.") — every paper's when
 // `records` is null (text alone), else only the records' centre nodes', so that no evaluation
 // label reaches the warm-up. Otherwise [data].source is a text file, one document a line.
-std::vector<std::string> lm_documents(const TrainConfig& cfg, const std::vector<InstructionRecord>* records);
+std::vector<std::string> lm_documents(const DataSection& data, const std::vector<InstructionRecord>* records);
 
 }  // namespace gt

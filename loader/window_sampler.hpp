@@ -1,5 +1,5 @@
 #pragma once
-// Stage lm's data: documents packed into one token stream (BOS text EOS BOS text EOS ...), and
+// Phase lm's data: documents packed into one token stream (BOS text EOS BOS text EOS ...), and
 // random windows of it drawn by a seeded generator, so draw k is a function of the seed and k.
 #include <torch/types.h>
 

@@ -228,6 +228,18 @@ int64_t LlamaImpl::layer_of(const std::string& name) {
   return std::stoll(name.substr(prefix.size()));
 }
 
+StageWeights LlamaImpl::stage_weights() const {
+  StageWeights w;
+  w.layers.assign(static_cast<size_t>(cfg_.n_layers), 0);
+  for (auto& [name, p] : named_weights()) {
+    const int64_t l = layer_of(name);
+    if (l >= 0) w.layers[static_cast<size_t>(l)] += p.numel();
+    else (name == "model.embed_tokens.weight" ? w.first_extra : w.last_extra) += p.numel();
+  }
+  if (cfg_.tie_embeddings) w.last_extra += cfg_.vocab_size * cfg_.dim;  // the head's copy of the table
+  return w;
+}
+
 void LlamaImpl::keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head) {
   torch::NoGradGuard ng;
   for (auto& [name, p] : named_weights()) {

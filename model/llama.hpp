@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "formats/llama_config.hpp"
+#include "layout/partition.hpp"
 
 namespace gt {
 
@@ -49,7 +50,7 @@ class LlamaImpl : public torch::nn::Module {
 
   KVCache new_cache(int64_t batch, int64_t capacity) const;
 
-  // The two halves of forward_embeds, for pipeline stages (worker/pipeline_stages.hpp): decoder
+  // The two halves of forward_embeds, for pipeline stages (train/decoder_stage.hpp): decoder
   // layers [first, last) on hidden states [B, T, dim] (no cache; checkpointed when switched on),
   // and the final norm and head (logits float32). forward_embeds without a cache is
   // head(forward_layers(x, key_mask, 0, n_layers)) at every real position; with right padding,
@@ -62,12 +63,16 @@ class LlamaImpl : public torch::nn::Module {
   // holds only its share. Their names stay (empty tensors): named_weights() still lists them.
   void keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head);
   // causal_lm_loss_sum(head(x), labels), with the head run only where a label is learned. In
-  // GraphGPT's stages the answer is a few tokens of a prompt of hundreds, and the head (vocabulary
+  // GraphGPT's phases the answer is a few tokens of a prompt of hundreds, and the head (vocabulary
   // x dim) with its log-softmax over every position was a fifth of the step's compute and most
   // of its activation memory.
   torch::Tensor head_loss_sum(const torch::Tensor& x, const torch::Tensor& labels);
   // The decoder layer a weight name belongs to, or -1 (embeddings, final norm, head).
   static int64_t layer_of(const std::string& name);
+  // What each decoder layer and each end of a pipeline weighs in parameters (the embeddings on
+  // stage 0; the final norm and the head, or a copy of the tied table, on the last), for the
+  // balanced partition. Counted from the whole model, before keep_only.
+  StageWeights stage_weights() const;
 
   // Fresh weights for training from scratch: normal(0, 0.02), norms at 1; deterministic.
   void init_weights(uint64_t seed);

@@ -13,11 +13,10 @@ bool formed = false;
 
 bool parallel_runtime_formed() { return formed; }
 
-ParallelRuntime make_parallel_runtime(const TrainConfig& cfg, const World& world,
-                                      const std::vector<int64_t>& layer_params, int64_t first_extra,
-                                      int64_t last_extra) {
+ParallelRuntime make_parallel_runtime(const ParallelismSection& parallelism, const World& world,
+                                      const StageWeights& weights) {
   ParallelRuntime rt;
-  rt.shape = {static_cast<int>(cfg.dp), static_cast<int>(cfg.pp), static_cast<int>(cfg.tp)};
+  rt.shape = {static_cast<int>(parallelism.dp), static_cast<int>(parallelism.pp), static_cast<int>(parallelism.tp)};
   rt.world_rank = world.rank();
   rt.coord = coord_of(rt.shape, world.rank());
   if (world.under_mpi()) {
@@ -25,7 +24,7 @@ ParallelRuntime make_parallel_runtime(const TrainConfig& cfg, const World& world
   } else {
     rt.world = std::make_unique<LocalCommunicator>();
   }
-  rt.world->set_timeout_seconds(cfg.timeout_s);
+  rt.world->set_timeout_seconds(parallelism.timeout_s);
   const SplitArgs d = dp_split(rt.shape, rt.world_rank), p = pp_split(rt.shape, rt.world_rank),
                   t = tp_split(rt.shape, rt.world_rank);
   rt.dp = rt.world->split(d.color, d.key);
@@ -35,11 +34,9 @@ ParallelRuntime make_parallel_runtime(const TrainConfig& cfg, const World& world
   const bool end = rt.first_stage() || rt.last_stage();
   rt.ends = rt.world->split(end ? p.color : rt.world->size() + rt.world_rank, rt.coord.pp);
 
-  rt.partition = cfg.partition_layers.empty()
-                     ? balanced_partition(layer_params, rt.shape.pp, first_extra, last_extra)
-                     : cfg.partition_layers;
+  rt.partition = parallelism.partition.empty() ? balanced_partition(weights, rt.shape.pp) : parallelism.partition;
   rt.first_layer = rt.partition[rt.coord.pp];
-  rt.last_layer = rt.last_stage() ? static_cast<int64_t>(layer_params.size()) : rt.partition[rt.coord.pp + 1];
+  rt.last_layer = rt.last_stage() ? static_cast<int64_t>(weights.layers.size()) : rt.partition[rt.coord.pp + 1];
   formed = true;
   return rt;
 }

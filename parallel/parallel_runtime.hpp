@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
+#include "layout/partition.hpp"
 #include "layout/process_grid.hpp"
 
 namespace gt {
@@ -33,12 +34,10 @@ struct ParallelRuntime {
 };
 
 // Forms the groups (collective over the world when under mpirun) and cuts the layers: the
-// explicit [parallelism].partition, or the balanced one by parameter count, with first_extra
-// parameters on stage 0 (embeddings, graph encoder, projector) and last_extra on the last (norm,
-// head). The layout must already have passed check_parallel_layout.
-ParallelRuntime make_parallel_runtime(const TrainConfig& cfg, const World& world,
-                                      const std::vector<int64_t>& layer_params, int64_t first_extra,
-                                      int64_t last_extra);
+// explicit [parallelism].partition, or the balanced one by the model's parameter counts (its
+// stage_weights). The layout must already have passed check_parallel_layout.
+ParallelRuntime make_parallel_runtime(const ParallelismSection& parallelism, const World& world,
+                                      const StageWeights& weights);
 
 // True once this process has formed its groups (make_parallel_runtime returned): from then on
 // an error may be this rank's alone (worker/train_command.cpp decides who reports it).

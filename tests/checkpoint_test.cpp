@@ -50,7 +50,7 @@ ckpt::Index sample_index() {
   ckpt::Index index;
   index.step = 100;
   index.total_steps = 400;
-  index.stage = "task";
+  index.stage = gt::Phase::kTask;
   index.layout = {2, 1, 2, {0}};
   index.model_fingerprint = "abc123";
   index.config = {{"training.batch_size", "8"}, {"training.lr", "0.0002"}};
@@ -86,7 +86,7 @@ TEST(CheckpointIndex, JsonRoundTripIsByteIdentical) {
 
   EXPECT_EQ(parsed.step, 100);
   EXPECT_EQ(parsed.total_steps, 400);
-  EXPECT_EQ(parsed.stage, "task");
+  EXPECT_EQ(parsed.stage, gt::Phase::kTask);
   EXPECT_TRUE(parsed.layout == (ckpt::Layout{2, 1, 2, {0}}));
   EXPECT_EQ(parsed.config.at("training.lr"), "0.0002");
   EXPECT_EQ(parsed.files.at("rank_00001.safetensors").crc32, 0xdeadbeefu);
@@ -203,7 +203,7 @@ struct SavedCheckpoint {
     shard1 = ckpt::write_shard(folder, 1, rank1);
     index.step = 7;
     index.total_steps = 10;
-    index.stage = "task";
+    index.stage = gt::Phase::kTask;
     index.layout = {1, 1, 2, {0}};
     add_shard(index, 0, shard0);
     add_shard(index, 1, shard1);

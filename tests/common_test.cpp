@@ -14,7 +14,7 @@
 #include "common/fs.hpp"
 #include "common/rng.hpp"
 #include "common/staged_folder.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
 
@@ -64,39 +64,39 @@ TEST(Config, ErrorsNameFileKeyAndExpectedType) {
 
 TEST(Config, TrainConfigValidatesWholeBeforeUse) {
   auto p = write_tmp("t.toml", "[training]\nsteps = 5\n[optimizer]\nlr = 0.001\n");
-  auto c = gt::read_train_config(p, {{"training.batch_size", "3"}});
-  EXPECT_EQ(c.steps, 5);
-  EXPECT_EQ(c.batch_size, 3);
-  EXPECT_DOUBLE_EQ(c.lr, 0.001);
-  EXPECT_EQ(c.out_dir, "runs/graphtune");
-  auto msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.steps", "-1"}}); });
+  auto c = gt::read_job_config(p, {{"training.batch_size", "3"}});
+  EXPECT_EQ(c.training.steps, 5);
+  EXPECT_EQ(c.training.batch_size, 3);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.001);
+  EXPECT_EQ(c.job.out_dir, "runs/graphtune");
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"training.steps", "-1"}}); });
   EXPECT_NE(msg.find("command line --training.steps: must be positive"), std::string::npos) << msg;
-  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"model.n_kv_heads", "3"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"model.n_kv_heads", "3"}}); });
   EXPECT_NE(msg.find("n_kv_heads: must divide n_heads"), std::string::npos) << msg;
-  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"training.stage", "pretrain"}}); });
+  msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"training.stage", "pretrain"}}); });
   EXPECT_NE(msg.find("command line --training.stage: 'pretrain' is not one of: lm, grounding, graph_matching, task"),
             std::string::npos) << msg;
   msg = gt::test::input_error_of(
-      [&] { gt::read_train_config(p, {{"model.tokenizer", "train"}, {"training.stage", "grounding"}}); });
+      [&] { gt::read_job_config(p, {{"model.tokenizer", "train"}, {"training.stage", "grounding"}}); });
   EXPECT_NE(msg.find("is for stage 'lm' only"), std::string::npos) << msg;
-  EXPECT_EQ(gt::read_train_config(p, {{"training.stage", "grounding"}}).stage, "grounding");
-  EXPECT_TRUE(gt::read_train_config(p, {{"data.skip_invalid", "true"}}).skip_invalid);
-  EXPECT_TRUE(gt::read_train_config(p, {{"eval.text_only", "true"}}).eval_text_only);
-  msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"trainin.steps", "3"}}); });
+  EXPECT_EQ(gt::read_job_config(p, {{"training.stage", "grounding"}}).training.stage, gt::Phase::kGrounding);
+  EXPECT_TRUE(gt::read_job_config(p, {{"data.skip_invalid", "true"}}).data.skip_invalid);
+  EXPECT_TRUE(gt::read_job_config(p, {{"eval.text_only", "true"}}).eval.text_only);
+  msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"trainin.steps", "3"}}); });
   EXPECT_NE(msg.find("[trainin]: unknown section"), std::string::npos) << msg;
 }
 
 // [data].template: vicuna_v1_1 (GraphGPT's) unless chatml is asked for; nothing else.
 TEST(Config, DataTemplateIsVicunaOrChatML) {
   auto p = write_tmp("tmpl.toml", "[data]\ntemplate = \"chatml\"\n");
-  EXPECT_EQ(gt::read_train_config(p, {}).chat_template, "chatml");
-  EXPECT_EQ(gt::read_train_config(p, {{"data.template", "vicuna_v1_1"}}).chat_template, "vicuna_v1_1");
-  EXPECT_EQ(gt::read_train_config("", {}).chat_template, "vicuna_v1_1");
-  auto msg = gt::test::input_error_of([&] { gt::read_train_config(p, {{"data.template", "llama3"}}); });
+  EXPECT_EQ(gt::read_job_config(p, {}).data.chat_template, "chatml");
+  EXPECT_EQ(gt::read_job_config(p, {{"data.template", "vicuna_v1_1"}}).data.chat_template, "vicuna_v1_1");
+  EXPECT_EQ(gt::read_job_config("", {}).data.chat_template, "vicuna_v1_1");
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"data.template", "llama3"}}); });
   EXPECT_NE(msg.find("command line --data.template: 'llama3' is not one of: vicuna_v1_1, chatml"), std::string::npos)
       << msg;
   auto bad = write_tmp("tmpl_bad.toml", "[data]\ntemplate = \"ChatML\"\n");
-  msg = gt::test::input_error_of([&] { gt::read_train_config(bad, {}); });
+  msg = gt::test::input_error_of([&] { gt::read_job_config(bad, {}); });
   EXPECT_NE(msg.find("tmpl_bad.toml: [data].template: 'ChatML' is not one of: vicuna_v1_1, chatml"), std::string::npos)
       << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
@@ -104,11 +104,11 @@ TEST(Config, DataTemplateIsVicunaOrChatML) {
 
 // The text entry points (tests/fuzz/config_fuzz.cpp) read as the file ones do, naming `name`.
 TEST(Config, TextReadsAsTheFileDoesNamingTheGivenName) {
-  auto c = gt::read_train_config_text("[training]\nsteps = 5\n", "given.toml", {{"training.batch_size", "4"}});
-  EXPECT_EQ(c.steps, 5);
-  EXPECT_EQ(c.batch_size, 4);
-  EXPECT_EQ(c.path, "given.toml");
-  auto msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\nstpes = 5\n", "given.toml", {}); });
+  auto c = gt::read_job_config_text("[training]\nsteps = 5\n", "given.toml", {{"training.batch_size", "4"}});
+  EXPECT_EQ(c.training.steps, 5);
+  EXPECT_EQ(c.training.batch_size, 4);
+  EXPECT_EQ(c.file, "given.toml");
+  auto msg = gt::test::input_error_of([] { gt::read_job_config_text("[training]\nstpes = 5\n", "given.toml", {}); });
   EXPECT_EQ(msg, "given.toml: [training].stpes: unknown key");
   msg = gt::test::input_error_of([] { gt::ConfigReader::from_text("[training\n", "given.toml"); });
   EXPECT_EQ(msg.rfind("given.toml: not valid TOML at line 1", 0), 0u) << msg;
@@ -116,16 +116,16 @@ TEST(Config, TextReadsAsTheFileDoesNamingTheGivenName) {
   EXPECT_EQ(msg, "given.toml: top-level key 'steps' must be a [section]");
   // Found by tests/fuzz/config_fuzz.cpp: a quoted key or a value holding a newline made the error
   // two lines; control characters are shown escaped.
-  msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\n\"a\\nb\" = 1\n", "given.toml", {}); });
+  msg = gt::test::input_error_of([] { gt::read_job_config_text("[training]\n\"a\\nb\" = 1\n", "given.toml", {}); });
   EXPECT_EQ(msg, "given.toml: [training].a\\x0ab: unknown key");
-  msg = gt::test::input_error_of([] { gt::read_train_config_text("[training]\nstage = \"x\\ny\"\n", "given.toml", {}); });
+  msg = gt::test::input_error_of([] { gt::read_job_config_text("[training]\nstage = \"x\\ny\"\n", "given.toml", {}); });
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   // Found by tests/fuzz/config_fuzz.cpp: toml11 3.7 reads past its buffer on invalid UTF-8 in a
   // string, so such text is refused before it gets there (and an override is a plain string).
   msg = gt::test::input_error_of([] { gt::ConfigReader::from_text("[job]\nname = 'a\xff'\n", "given.toml"); });
   EXPECT_EQ(msg, "given.toml: not valid TOML at line 2: not UTF-8 (byte 15)");
-  auto over = gt::read_train_config_text("", "given.toml", {{"job.name", "a\xff"}});
-  EXPECT_EQ(over.name, "a\xff");
+  auto over = gt::read_job_config_text("", "given.toml", {{"job.name", "a\xff"}});
+  EXPECT_EQ(over.job.name, "a\xff");
 }
 
 // Found by tests/bad_inputs/config/: toml11 recurses once per nesting level and runs out of
@@ -332,7 +332,7 @@ TEST(Configs, EveryShippedConfigIsValid) {
   for (const std::string dir : {std::string(src) + "/configs", std::string(src) + "/configs/graphgpt"}) {
     for (const auto& name : gt::list_dir(dir)) {
       if (name.size() < 5 || name.substr(name.size() - 5) != ".toml") continue;
-      EXPECT_NO_THROW(gt::read_train_config(dir + "/" + name, {})) << name;
+      EXPECT_NO_THROW(gt::read_job_config(dir + "/" + name, {})) << name;
       ++n;
     }
   }

@@ -1,5 +1,5 @@
 // graphtune's side of tests/test_graphgpt_reference.py (bench/reference/graphgpt_reference.py is
-// the other): from a job config of a graph stage, builds GraphGPT and its first batch exactly as
+// the other): from a job config of a graph phase, builds GraphGPT and its first batch exactly as
 // the trainer does (train/graph_phase.cpp), runs one forward and backward, and writes to
 // OUT/graphtune.safetensors what the reference needs to rebuild the same inputs and what it is
 // compared on:
@@ -9,7 +9,7 @@
 //              learned positions, divided by their count); grad.projector.weight / .bias and
 //              grad.token_rows [2, D] after loss.backward()
 // and, for the weights that are not files of the job already, OUT/graph_encoder.safetensors,
-// OUT/graph_projector.safetensors and OUT/graph_tokens.safetensors (save_graph_stage_outputs).
+// OUT/graph_projector.safetensors and OUT/graph_tokens.safetensors (save_graph_phase_outputs).
 // The LLM is read by the reference from [model].path itself: it adds GraphGPT's three rows there.
 //
 // usage: graphgpt_reference_driver CONFIG OUT [--section.key VALUE ...]
@@ -23,7 +23,7 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "data/chat_template.hpp"
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
@@ -41,31 +41,31 @@ int run(int argc, char** argv) {
   std::vector<std::string> rest;
   const auto overrides = gt::take_overrides(std::vector<std::string>(argv + 3, argv + argc), rest);
   if (!rest.empty()) gt::fail("command line", "unexpected argument '" + rest[0] + "'");
-  const gt::TrainConfig cfg = gt::read_train_config(argv[1], overrides);
-  if (cfg.stage != "graph_matching" && cfg.stage != "task")
-    gt::fail(cfg.path + ": [training].stage", cfg.stage + " is not a graph stage");
-  if (cfg.dtype != "fp32") gt::fail(cfg.path + ": [model].dtype", "the reference compares fp32 only");
+  const gt::JobConfig cfg = gt::read_job_config(argv[1], overrides);
+  if (!gt::is_graph_phase(cfg.training.stage))
+    gt::fail(cfg.file + ": [training].stage", std::string(gt::name_of(cfg.training.stage)) + " is not a graph stage");
+  if (cfg.model.dtype != gt::DType::kFp32) gt::fail(cfg.file + ": [model].dtype", "the reference compares fp32 only");
 
-  // As run_graph_stage: records read and checked, the model built, batches from the stream with
+  // As run_graph_phase: records read and checked, the model built, batches from the stream with
   // the trainer's options (one process: one shard, one micro-batch).
-  std::vector<gt::InstructionRecord> read = gt::read_job_records(cfg);
+  std::vector<gt::InstructionRecord> read = gt::read_job_records(cfg.data);
   gt::GraphGptSetup s = gt::build_graphgpt(cfg);
   gt::GraphGpt& model = s.model;
-  gt::check_records_against_features(read, s.features, cfg);
+  gt::check_records_against_features(read, s.features, cfg.data);
   auto records = std::make_shared<const std::vector<gt::InstructionRecord>>(std::move(read));
   gt::GraphBatchOptions bo;
-  bo.max_len = cfg.max_len;
-  bo.batch_size = cfg.batch_size;
-  bo.seed = static_cast<uint64_t>(cfg.seed);
-  bo.where = cfg.instructions;
-  bo.chat_template = gt::chat_template_named(cfg.chat_template, cfg.path + ": [data].template");
+  bo.max_len = cfg.data.max_len;
+  bo.batch_size = cfg.training.batch_size;
+  bo.seed = static_cast<uint64_t>(cfg.training.seed);
+  bo.where = cfg.data.instructions;
+  bo.chat_template = gt::chat_template_named(cfg.data.chat_template, cfg.file + ": [data].template");
   bo.drop_last = true;
   gt::GraphBatchStream stream(records, s.features, *s.tokenizer, bo);
   const gt::GraphGptBatch batch = stream.next();
 
   model->train();
   model->encoder->eval();
-  if (cfg.trainable != "graphgpt") model->graph_token_rows().set_requires_grad(false);
+  if (cfg.training.trainable != gt::Trainable::kGraphGpt) model->graph_token_rows().set_requires_grad(false);
 
   torch::Tensor logits;
   {
@@ -75,8 +75,8 @@ int run(int argc, char** argv) {
   // The trainer's loss: the head only where labels are learned, summed, over the step's count.
   const int64_t learned = gt::learned_positions(batch.labels);
   if (learned == 0)
-    gt::fail(cfg.instructions, "the first batch has no learned position (every answer cut at [data].max_len " +
-                                   std::to_string(cfg.max_len) + "): nothing to compare");
+    gt::fail(cfg.data.instructions, "the first batch has no learned position (every answer cut at [data].max_len " +
+                                   std::to_string(cfg.data.max_len) + "): nothing to compare");
   gt::Llama& llm = model->llm;
   auto x = llm->forward_layers(model->embed(batch), batch.attention_mask, 0, llm->config().n_layers);
   auto loss = llm->head_loss_sum(x, batch.labels) / static_cast<double>(learned);
@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
   t.emplace_back("graph_rows", torch::tensor(rows, torch::kInt64));
   t.emplace_back("graph_starts", torch::tensor(starts, torch::kInt64));
   gt::make_dirs(out);
-  gt::save_graph_stage_outputs(model, out);
+  gt::save_graph_phase_outputs(model, out);
   gt::save_safetensors(out + "/graphtune.safetensors", t);
   std::printf("graphgpt reference driver: %lld rows x %lld tokens, %zu graphs, %lld learned, loss %.6f\n",
               static_cast<long long>(batch.input_ids.size(0)), static_cast<long long>(batch.input_ids.size(1)),

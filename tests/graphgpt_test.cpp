@@ -45,14 +45,14 @@ TEST(GraphGpt, OnlyProjectorAndTokenRowsTrainAndTheyLearnFromTheGraph) {
   for (auto& [n, t] : m->encoder->named_weights()) enc_before[n] = t.detach().clone();
   auto proj_before = m->projector->weight().detach().clone();
 
-  gt::TrainConfig cfg;
-  cfg.lr = 1e-2;
-  cfg.warmup_ratio = 0;
-  cfg.log_every = 10;
+  gt::JobConfig cfg;
+  cfg.optimizer.lr = 1e-2;
+  cfg.lr_scheduler.warmup_ratio = 0;
+  cfg.training.log_every = 10;
   auto train = batch_of({1, 0, 1, 0});
   double first = 0;
   auto log = gt::run_train_loop({m->projector->weight()}, {m->projector->bias(), m->trainable_parameters().back()},
-                                cfg, 80,
+                                cfg.optimizer, cfg.lr_scheduler, cfg.training, 80,
                                 [&](int64_t step, int64_t) {
                                   auto loss = m->loss(train);
                                   loss.backward();

@@ -1,4 +1,4 @@
-// Stage lm: the schedule's numbers, accumulation equals a larger batch, and the loss falls.
+// Phase lm: the schedule's numbers, accumulation equals a larger batch, and the loss falls.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,14 +10,14 @@
 
 namespace {
 
-gt::TrainConfig tiny_config() {
-  gt::TrainConfig c;
-  c.steps = 60;
-  c.batch_size = 4;
-  c.seq_len = 16;
-  c.lr = 1e-2;
-  c.warmup_ratio = 0.1;
-  c.log_every = 10;
+gt::JobConfig tiny_config() {
+  gt::JobConfig c;
+  c.training.steps = 60;
+  c.training.batch_size = 4;
+  c.training.seq_len = 16;
+  c.optimizer.lr = 1e-2;
+  c.lr_scheduler.warmup_ratio = 0.1;
+  c.training.log_every = 10;
   return c;
 }
 
@@ -56,20 +56,20 @@ TEST(LmTrainer, LossFalls) {
 
 TEST(LmTrainer, AccumulationEqualsLargerBatch) {
   auto cfg = tiny_config();
-  cfg.steps = 2;
-  cfg.warmup_ratio = 0;
-  cfg.max_grad_norm = 0.5;  // clipping acts on the accumulated gradient, so it must agree too
+  cfg.training.steps = 2;
+  cfg.lr_scheduler.warmup_ratio = 0;
+  cfg.training.max_grad_norm = 0.5;  // clipping acts on the accumulated gradient, so it must agree too
   // AdamW's first update is about lr * g / (|g| + eps): where a gradient is as small as float
   // rounding, its sign follows the order of the additions (one batch or accumulated chunks), and
   // with the default eps (1e-8) one such element moved 1.7e-6 apart on one CPU. With 1e-6 the
   // update is smooth in g there, and every element agrees within 2e-7.
-  cfg.eps = 1e-6;
+  cfg.optimizer.eps = 1e-6;
   auto run = [&](int64_t batch, int64_t accum) {
     auto model = tiny_model();
     gt::WindowSampler data(periodic_stream(), 16, 9);
     auto c = cfg;
-    c.batch_size = batch;
-    c.grad_accum_steps = accum;
+    c.training.batch_size = batch;
+    c.training.grad_accum_steps = accum;
     gt::train_lm(model, data, c, [](const gt::LmLogLine&) {});
     return model->named_weights();
   };
@@ -91,16 +91,16 @@ TEST(LmTrainer, WindowsAreDeterministicBySeed) {
 // The warm-up corpus states topics only of the papers the instruction records are about (the
 // training split): no test paper's label reaches a model that is later evaluated on it.
 TEST(LmDocuments, WithRecordsOnlyTheirCentresTopicsAreStated) {
-  gt::TrainConfig c;
-  c.source = "embedded";
-  c.nodes = 60;
+  gt::JobConfig c;
+  c.data.source = "embedded";
+  c.data.nodes = 60;
   const std::string about = " is a paper about ";
   auto stated = [&](const std::vector<std::string>& docs) {
     int64_t n = 0;
     for (const auto& d : docs) n += d.find(about) != std::string::npos ? 1 : 0;
     return n;
   };
-  EXPECT_EQ(stated(gt::lm_documents(c, nullptr)), 60);  // text alone: every paper's topic
+  EXPECT_EQ(stated(gt::lm_documents(c.data, nullptr)), 60);  // text alone: every paper's topic
 
   gt::SyntheticGraphParams p;
   p.nodes = 60;
@@ -110,7 +110,7 @@ TEST(LmDocuments, WithRecordsOnlyTheirCentresTopicsAreStated) {
     records[k].graphs.resize(1);
     records[k].graphs[0].node_idx = 10 * k + 3;
   }
-  const auto docs = gt::lm_documents(c, &records);
+  const auto docs = gt::lm_documents(c.data, &records);
   EXPECT_EQ(stated(docs), 2);
   for (const auto& d : docs)
     if (d.find(about) != std::string::npos)

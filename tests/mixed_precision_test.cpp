@@ -1,4 +1,4 @@
-// bf16 training ([model].dtype = "bf16"): autocast is scoped and restored, stage lm in bf16
+// bf16 training ([model].dtype = "bf16"): autocast is scoped and restored, phase lm in bf16
 // tracks fp32 from the same initial weights while keeping fp32 master weights, and a GraphGPT
 // stage stores its frozen LLM and encoder in bf16, keeps the projector and token rows fp32, and
 // still learns.
@@ -23,15 +23,15 @@ using gt::test::kNo;
 using gt::test::kYes;
 using gt::test::tiny_llama;
 
-std::vector<double> train_lm_losses(const std::string& dtype, gt::Llama& model) {
-  gt::TrainConfig c;
-  c.steps = 30;
-  c.batch_size = 4;
-  c.seq_len = 16;
-  c.lr = 1e-2;
-  c.warmup_ratio = 0.1;
-  c.log_every = 1;
-  c.dtype = dtype;
+std::vector<double> train_lm_losses(gt::DType dtype, gt::Llama& model) {
+  gt::JobConfig c;
+  c.training.steps = 30;
+  c.training.batch_size = 4;
+  c.training.seq_len = 16;
+  c.optimizer.lr = 1e-2;
+  c.lr_scheduler.warmup_ratio = 0.1;
+  c.training.log_every = 1;
+  c.model.dtype = dtype;
   gt::WindowSampler data(periodic_stream(), 16, 5);
   std::vector<double> losses;
   for (auto& l : gt::train_lm(model, data, c, [](const gt::LmLogLine&) {})) losses.push_back(l.loss);
@@ -70,8 +70,8 @@ TEST(MixedPrecision, AutocastScopeTurnsMatmulsToBf16AndRestores) {
 
 TEST(MixedPrecision, LmStageInBf16TracksFp32WithFp32MasterWeights) {
   auto fp32_model = tiny_llama(40), bf16_model = tiny_llama(40);  // the same initial weights
-  const auto fp32 = train_lm_losses("fp32", fp32_model);
-  const auto bf16 = train_lm_losses("bf16", bf16_model);
+  const auto fp32 = train_lm_losses(gt::DType::kFp32, fp32_model);
+  const auto bf16 = train_lm_losses(gt::DType::kBf16, bf16_model);
   ASSERT_EQ(fp32.size(), 30u);
   ASSERT_EQ(bf16.size(), 30u);
   std::string trace;
@@ -100,18 +100,18 @@ TEST(MixedPrecision, GraphStageStoresFrozenWeightsInBf16AndLearns) {
   for (auto& p : m->llm->parameters()) EXPECT_EQ(p.scalar_type(), torch::kBFloat16);
   for (auto& p : m->encoder->parameters()) EXPECT_EQ(p.scalar_type(), torch::kBFloat16);
   for (auto& p : m->trainable_parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat32);
-  EXPECT_EQ(gt::precision_summary("bf16", after).rfind("precision: bf16 autocast, fp32 master weights, frozen weights bf16 (", 0), 0u);
+  EXPECT_EQ(gt::precision_summary(gt::DType::kBf16, after).rfind("precision: bf16 autocast, fp32 master weights, frozen weights bf16 (", 0), 0u);
   std::map<std::string, torch::Tensor> llm_before;
   for (auto& [n, t] : m->llm->named_weights()) llm_before[n] = t.detach().clone();
 
-  gt::TrainConfig cfg;
-  cfg.lr = 1e-2;
-  cfg.warmup_ratio = 0;
-  cfg.log_every = 10;
+  gt::JobConfig cfg;
+  cfg.optimizer.lr = 1e-2;
+  cfg.lr_scheduler.warmup_ratio = 0;
+  cfg.training.log_every = 10;
   auto train = batch_of({1, 0, 1, 0});
   double first = 0;
   auto log = gt::run_train_loop({m->projector->weight()}, {m->projector->bias(), m->trainable_parameters().back()},
-                                cfg, 40,
+                                cfg.optimizer, cfg.lr_scheduler, cfg.training, 40,
                                 [&](int64_t step, int64_t) {
                                   torch::Tensor logits;
                                   {
@@ -144,8 +144,8 @@ TEST(MixedPrecision, GraphStageStoresFrozenWeightsInBf16AndLearns) {
 }
 
 TEST(MixedPrecision, Fp32SummaryAndLmStageLine) {
-  EXPECT_EQ(gt::precision_summary("fp32", {}), "precision: fp32");
-  EXPECT_EQ(gt::precision_summary("bf16", {}), "precision: bf16 autocast, fp32 master weights, no frozen weights (every parameter trains)");
+  EXPECT_EQ(gt::precision_summary(gt::DType::kFp32, {}), "precision: fp32");
+  EXPECT_EQ(gt::precision_summary(gt::DType::kBf16, {}), "precision: bf16 autocast, fp32 master weights, no frozen weights (every parameter trains)");
 }
 
 // Activation checkpointing recomputes each layer in backward, outside the trainer's autocast

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -94,9 +95,11 @@ int body(int argc, char** argv) {
     std::fprintf(stderr, "usage: [mpirun -np N] %s open|ops|stall mpi|nccl\n", argv[0]);
     return 2;
   }
-  const std::string mode = argv[1], backend = argv[2];
-  auto comm = gt::make_world_communicator(backend, 30);
-  const bool nccl = backend == "nccl";
+  const std::string mode = argv[1];
+  const std::optional<gt::Backend> backend = gt::value_named<gt::Backend>(argv[2]);
+  if (!backend) gt::fail("[parallelism].backend", "unknown backend '" + std::string(argv[2]) + "' (mpi or nccl)");
+  auto comm = gt::make_world_communicator(*backend, 30);
+  const bool nccl = *backend == gt::Backend::kNccl;
   const at::Device dev = nccl ? at::Device(at::kCUDA) : at::Device(at::kCPU);  // the GPU the factory selected
   if (mode == "open") {
     comm->barrier();

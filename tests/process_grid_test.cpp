@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "layout/partition.hpp"
 #include "layout/process_grid.hpp"
 #include "tests/input_error.hpp"
@@ -157,22 +157,21 @@ TEST(Partition, ExplicitListErrors) {
 }
 
 TEST(GridLayout, CheckParallelLayout) {
-  gt::TrainConfig c;
-  c.dp = 2, c.pp = 2, c.tp = 1;
+  gt::JobConfig c;
+  c.parallelism.dp = 2, c.parallelism.pp = 2, c.parallelism.tp = 1;
   EXPECT_NO_THROW(gt::check_parallel_layout(c, 4, 4));
   auto msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
   EXPECT_EQ(msg, "[parallelism]: dp 2 x pp 2 x tp 1 = 4 ranks, but the job has 2 (start it with mpirun -np 4)");
-  c.path = "job.toml";  // a config file is named
+  c.file = "job.toml";  // a config file is named
   msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
   EXPECT_EQ(msg.rfind("job.toml: [parallelism]: dp 2", 0), 0u) << msg;
-  c.path.clear();
-  c.dp = 1, c.pp = 5;
+  c.file.clear();
+  c.parallelism.dp = 1, c.parallelism.pp = 5;
   msg = one_line_error([&] { gt::check_parallel_layout(c, 5, 4); });
   EXPECT_NE(msg.find("[parallelism].pp: 5 pipeline stages, but the model has only 4 decoder layers"),
             std::string::npos) << msg;
-  c.pp = 2;
-  c.partition = "0,4";
-  c.partition_layers = {0, 4};
+  c.parallelism.pp = 2;
+  c.parallelism.partition = {0, 4};
   msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
   EXPECT_NE(msg.find("[parallelism].partition: stage 1 starts at layer 4, but the model has only 4"),
             std::string::npos) << msg;
@@ -180,70 +179,69 @@ TEST(GridLayout, CheckParallelLayout) {
 }
 
 TEST(Config, ParallelismKeys) {
-  auto c = gt::read_train_config("", {});
-  EXPECT_EQ(c.dp, 1);
-  EXPECT_EQ(c.pp, 1);
-  EXPECT_EQ(c.tp, 1);
-  EXPECT_EQ(c.schedule, "1f1b");
-  EXPECT_EQ(c.microbatches, 1);
-  EXPECT_EQ(c.partition, "balanced");
-  EXPECT_EQ(c.bucket_mb, 25);
-  EXPECT_EQ(c.backend, "mpi");
+  auto c = gt::read_job_config("", {});
+  EXPECT_EQ(c.parallelism.dp, 1);
+  EXPECT_EQ(c.parallelism.pp, 1);
+  EXPECT_EQ(c.parallelism.tp, 1);
+  EXPECT_EQ(c.parallelism.schedule, gt::ScheduleKind::kOneFOneB);
+  EXPECT_EQ(c.parallelism.microbatches, 1);
+  EXPECT_EQ(c.parallelism.bucket_mb, 25);
+  EXPECT_EQ(c.parallelism.backend, gt::Backend::kMpi);
   // Unset, micro-batches follow the stages: `--parallelism.pp 2` alone is a valid 1F1B layout.
-  EXPECT_EQ(gt::read_train_config("", {{"parallelism.pp", "2"}, {"training.batch_size", "8"}}).microbatches, 2);
-  EXPECT_TRUE(c.partition_layers.empty());
+  EXPECT_EQ(gt::read_job_config("", {{"parallelism.pp", "2"}, {"training.batch_size", "8"}}).parallelism.microbatches, 2);
+  EXPECT_TRUE(c.parallelism.partition.empty());
 
-  c = gt::read_train_config("", {{"parallelism.dp", "2"}, {"parallelism.pp", "3"}, {"parallelism.tp", "2"},
+  c = gt::read_job_config("", {{"parallelism.dp", "2"}, {"parallelism.pp", "3"}, {"parallelism.tp", "2"},
                                  {"parallelism.schedule", "gpipe"}, {"parallelism.microbatches", "4"},
                                  {"parallelism.partition", "0, 1,3"}, {"training.batch_size", "8"}});
-  EXPECT_EQ(c.dp * c.pp * c.tp, 12);
-  EXPECT_EQ(c.schedule, "gpipe");
-  EXPECT_EQ(c.microbatches, 4);
-  EXPECT_EQ(c.partition_layers, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(c.parallelism.dp * c.parallelism.pp * c.parallelism.tp, 12);
+  EXPECT_EQ(c.parallelism.schedule, gt::ScheduleKind::kGPipe);
+  EXPECT_EQ(c.parallelism.microbatches, 4);
+  EXPECT_EQ(c.parallelism.partition, (std::vector<int>{0, 1, 3}));
   // A one-stage list parses as a TOML integer on the command line; still a list.
-  EXPECT_EQ(gt::read_train_config("", {{"parallelism.partition", "0"}}).partition_layers, std::vector<int>{0});
+  EXPECT_EQ(gt::read_job_config("", {{"parallelism.partition", "0"}}).parallelism.partition, std::vector<int>{0});
   // GPipe has no lower bound on micro-batches.
-  EXPECT_NO_THROW(gt::read_train_config("", {{"parallelism.pp", "4"}, {"parallelism.schedule", "gpipe"}}));
+  EXPECT_NO_THROW(gt::read_job_config("", {{"parallelism.pp", "4"}, {"parallelism.schedule", "gpipe"}}));
 }
 
 TEST(Config, ParallelismErrors) {
   auto msg = one_line_error([] {
-    gt::read_train_config("", {{"parallelism.pp", "4"}, {"parallelism.microbatches", "2"}});
+    gt::read_job_config("", {{"parallelism.pp", "4"}, {"parallelism.microbatches", "2"}});
   });
   EXPECT_NE(msg.find("--parallelism.microbatches: 1f1b needs at least as many micro-batches as pipeline stages: "
                      "got 2 for pp 4"),
             std::string::npos) << msg;
   msg = one_line_error([] {
-    gt::read_train_config("", {{"training.batch_size", "6"}, {"parallelism.microbatches", "4"}});
+    gt::read_job_config("", {{"training.batch_size", "6"}, {"parallelism.microbatches", "4"}});
   });
   EXPECT_NE(msg.find("--parallelism.microbatches: dp 1 x 4 micro-batches do not divide [training].batch_size 6"),
             std::string::npos) << msg;
   // The global batch is split over the replicas too.
   msg = one_line_error([] {
-    gt::read_train_config("", {{"training.batch_size", "6"}, {"parallelism.dp", "4"}});
+    gt::read_job_config("", {{"training.batch_size", "6"}, {"parallelism.dp", "4"}});
   });
   EXPECT_NE(msg.find("[parallelism].microbatches: dp 4 x 1 micro-batches do not divide [training].batch_size 6"),
             std::string::npos) << msg;
-  msg = one_line_error([] { gt::read_train_config("", {{"parallelism.backend", "gloo"}}); });
+  msg = one_line_error([] { gt::read_job_config("", {{"parallelism.backend", "gloo"}}); });
   EXPECT_NE(msg.find("--parallelism.backend: 'gloo' is not one of: mpi, nccl"), std::string::npos) << msg;
-  msg = one_line_error([] { gt::read_train_config("", {{"parallelism.tp", "0"}}); });
+  msg = one_line_error([] { gt::read_job_config("", {{"parallelism.tp", "0"}}); });
   EXPECT_NE(msg.find("--parallelism.tp: must be positive, got 0"), std::string::npos) << msg;
-  msg = one_line_error([] { gt::read_train_config("", {{"parallelism.schedule", "interleaved"}}); });
+  msg = one_line_error([] { gt::read_job_config("", {{"parallelism.schedule", "interleaved"}}); });
   EXPECT_NE(msg.find("--parallelism.schedule: 'interleaved' is not one of: gpipe, 1f1b"), std::string::npos) << msg;
   for (const char* bad : {"0,,4", "0,-4", "even", "0, 4,"}) {
-    msg = one_line_error([&] { gt::read_train_config("", {{"parallelism.partition", bad}}); });
+    msg = one_line_error([&] { gt::read_job_config("", {{"parallelism.partition", bad}}); });
     EXPECT_NE(msg.find("--parallelism.partition: expected \"balanced\" or the first layer of each stage"),
               std::string::npos) << bad << ": " << msg;
   }
-  msg = one_line_error([] { gt::read_train_config("", {{"parallelism.dimension", "2"}}); });
+  msg = one_line_error([] { gt::read_job_config("", {{"parallelism.dimension", "2"}}); });
   EXPECT_NE(msg.find("--parallelism.dimension: unknown key"), std::string::npos) << msg;
 
   // In a file, the list is a string too: ConfigReader has no arrays, and the error says so.
   const std::string p = ::testing::TempDir() + "/parallelism.toml";
   std::ofstream(p) << "[parallelism]\npp = 2\nmicrobatches = 2\npartition = [0, 2]\n";
-  msg = one_line_error([&] { gt::read_train_config(p, {}); });
+  msg = one_line_error([&] { gt::read_job_config(p, {}); });
   EXPECT_NE(msg.find("parallelism.toml: [parallelism].partition: expected a string, got array"), std::string::npos)
       << msg;
   std::ofstream(p) << "[parallelism]\npp = 2\nmicrobatches = 2\npartition = \"0,2\"\n";
-  EXPECT_EQ(gt::read_train_config(p, {}).partition_layers, (std::vector<int>{0, 2}));
+  EXPECT_EQ(gt::read_job_config(p, {}).parallelism.partition, (std::vector<int>{0, 2}));
 }

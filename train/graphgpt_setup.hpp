@@ -1,11 +1,11 @@
 #pragma once
-// Assembling GraphGPT from a job config, shared by training (stages graph_matching and task)
+// Assembling GraphGPT from a job config, shared by training (phases graph_matching and task)
 // and evaluation: the LLM with GraphGPT's three tokens added, the graph encoder, the projector
 // (fresh or a stage's graph_projector.bin with its token rows), and the node-feature table.
 #include <memory>
 #include <string>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "loader/feature_table.hpp"
 #include "model/graphgpt.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -19,12 +19,12 @@ struct GraphGptSetup {
 };
 
 // Validates files and shapes before reading weights; every problem names the file or key.
-GraphGptSetup build_graphgpt(const TrainConfig& cfg);
+GraphGptSetup build_graphgpt(const JobConfig& cfg);
 
 // What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict, keys
 // model.graph_projector.weight/bias), the same as graph_projector.safetensors, the learned
 // <g_start>/<g_end> rows as graph_tokens.safetensors, and the encoder it ran with as
 // graph_encoder.safetensors (stage 2 points [model].projector and [model].graph_encoder here).
-void save_graph_stage_outputs(GraphGpt& model, const std::string& dir);
+void save_graph_phase_outputs(GraphGpt& model, const std::string& dir);
 
 }  // namespace gt

@@ -13,34 +13,34 @@
 
 namespace gt {
 
-int run_grounding_stage(const TrainConfig& cfg) {
+int run_grounding_phase(const JobConfig& cfg) {
   auto t0 = std::chrono::steady_clock::now();
-  if (!cfg.graph_encoder.empty() && !path_exists(cfg.graph_encoder))
-    fail(cfg.graph_encoder, "cannot open (missing or unreadable)");
-  const TextGraph graph = load_graph(cfg.graph);
+  if (!cfg.model.graph_encoder.empty() && !path_exists(cfg.model.graph_encoder))
+    fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
+  const TextGraph graph = load_graph(cfg.data.graph);
   GroundingOptions opts;
-  opts.steps = cfg.steps;
-  opts.batch_nodes = cfg.batch_size;
-  opts.lr = cfg.lr;
-  opts.weight_decay = cfg.weight_decay;
-  opts.seed = static_cast<uint64_t>(cfg.seed);
-  if (auto p = opts.problem(); !p.empty()) fail(cfg.path + ": [training]", p);
+  opts.steps = cfg.training.steps;
+  opts.batch_nodes = cfg.training.batch_size;
+  opts.lr = cfg.optimizer.lr;
+  opts.weight_decay = cfg.optimizer.weight_decay;
+  opts.seed = static_cast<uint64_t>(cfg.training.seed);
+  if (auto p = opts.problem(); !p.empty()) fail(cfg.file + ": [training]", p);
 
   GraphEncoder encoder;
-  if (cfg.graph_encoder.empty()) {
-    encoder->init_weights(static_cast<uint64_t>(cfg.seed));
+  if (cfg.model.graph_encoder.empty()) {
+    encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
-    encoder->load_file(cfg.graph_encoder, cfg.graph_encoder_prefix);
+    encoder->load_file(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes\n",
-               graph.name.c_str(), graph.num_nodes(), cfg.graph_encoder.empty() ? "fresh" : cfg.graph_encoder.c_str(),
+               graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
                static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes));
   double window = 0;
   int64_t in_window = 0;
   GroundingResult r = train_grounding(encoder, graph, opts, [&](int64_t step, double loss, double scale) {
     window += loss;
     ++in_window;
-    if (step % cfg.log_every == 0 || step == opts.steps) {
+    if (step % cfg.training.log_every == 0 || step == opts.steps) {
       std::fprintf(stderr, "step %5lld/%lld | contrastive loss %.4f | logit scale %.2f\n", static_cast<long long>(step),
                    static_cast<long long>(opts.steps), window / static_cast<double>(in_window), std::exp(scale));
       window = 0;
@@ -48,8 +48,8 @@ int run_grounding_stage(const TrainConfig& cfg) {
     }
   });
 
-  make_dirs(cfg.out_dir);
-  const std::string out = cfg.out_dir + "/graph_encoder.safetensors";
+  make_dirs(cfg.job.out_dir);
+  const std::string out = cfg.job.out_dir + "/graph_encoder.safetensors";
   encoder->save_safetensors(out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,

@@ -1,14 +1,14 @@
 #pragma once
-// Stage `grounding`: GraphGPT's text-graph grounding as a training stage. Trains the graph
+// Phase `grounding`: GraphGPT's text-graph grounding as a training phase. Trains the graph
 // encoder (fresh, or [model].graph_encoder) on [data].graph with the CLIP loss of
 // train/grounding.hpp, and writes it as [job].out_dir/graph_encoder.safetensors under
-// GraphGPT's names: the file the graph stages take as [model].graph_encoder.
+// GraphGPT's names: the file the graph phases take as [model].graph_encoder.
 // Keys used: [training] steps, batch_size (nodes per contrastive batch), seed, log_every;
 // [optimizer] lr, weight_decay.
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 
 namespace gt {
 
-int run_grounding_stage(const TrainConfig& cfg);
+int run_grounding_phase(const JobConfig& cfg);
 
 }  // namespace gt

@@ -1,16 +1,16 @@
 #pragma once
-// Stage `lm`: trains a causal LM (a fresh LLaMA, or continues one the user has) on a corpus —
+// Phase `lm`: trains a causal LM (a fresh LLaMA, or continues one the user has) on a corpus —
 // the embedded graph's texts or a text file — plus, optionally, instruction records answered
 // from their text alone ([data].instructions: the warm-up that makes a from-scratch model an
 // "instruction-following" LLM, as Vicuna is before GraphGPT tunes it). Writes a Hugging Face
-// folder with its tokenizer, ready for `graphtune generate` and the graph stages.
-#include "config/train_config.hpp"
+// folder with its tokenizer, ready for `graphtune generate` and the graph phases.
+#include "config/job_config.hpp"
 
 namespace gt {
 
 class World;
 // Trains (under any dp x pp layout), logs to stderr (world rank 0), writes [job].out_dir/model.
 // Returns the exit code.
-int run_lm_stage(const TrainConfig& cfg, const World& world);
+int run_lm_phase(const JobConfig& cfg, const World& world);
 
 }  // namespace gt

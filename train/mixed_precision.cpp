@@ -7,8 +7,6 @@
 
 namespace gt {
 
-bool is_bf16(const std::string& dtype) { return dtype == "bf16"; }
-
 AutocastScope::AutocastScope(bool enabled, c10::DeviceType device) : enabled_(enabled), device_(device) {
   if (!enabled_) return;
   // The same steps as torch.autocast.__enter__: remember, switch on, set the dtype (CUDA's
@@ -43,8 +41,8 @@ void store_frozen_in_bf16(torch::nn::Module& m) {
     if (!p.requires_grad() && p.is_floating_point()) p.set_data(p.to(torch::kBFloat16));
 }
 
-std::string precision_summary(const std::string& dtype, const FrozenBytes& frozen) {
-  if (!is_bf16(dtype)) return "precision: fp32";
+std::string precision_summary(DType dtype, const FrozenBytes& frozen) {
+  if (dtype != DType::kBf16) return "precision: fp32";
   std::string line = "precision: bf16 autocast, fp32 master weights, ";
   if (frozen.fp32 == 0) return line + "no frozen weights (every parameter trains)";
   char buf[96];

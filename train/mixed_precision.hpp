@@ -11,11 +11,9 @@
 #include <cstdint>
 #include <string>
 
-namespace gt {
+#include "config/names.hpp"
 
-// [model].dtype as training reads it: "bf16" turns mixed precision on, "fp32" leaves it off
-// (the config reader has already rejected anything else).
-bool is_bf16(const std::string& dtype);
+namespace gt {
 
 // While alive and `enabled`: autocast to bf16 on `device` (the device the model lives on).
 // Wrap forward passes only; backward replays the casts autograd recorded. Leaving the outermost
@@ -48,6 +46,6 @@ void store_frozen_in_bf16(torch::nn::Module& m);
 
 // The one log line about precision, e.g. "precision: bf16 autocast, fp32 master weights, frozen
 // weights bf16 (12.5 MB instead of 25.0 MB)"; "precision: fp32" when mixed precision is off.
-std::string precision_summary(const std::string& dtype, const FrozenBytes& frozen);
+std::string precision_summary(DType dtype, const FrozenBytes& frozen);
 
 }  // namespace gt

@@ -16,20 +16,20 @@
 
 namespace gt {
 
-void report_layout(const ParallelRuntime& rt, const TrainConfig& cfg) {
+void report_layout(const ParallelRuntime& rt, const ParallelismSection& parallelism) {
   if (rt.shape.world() == 1) return;
   std::string how;
-  if (rt.shape.pp > 1) how = ", " + cfg.schedule + " over " + std::to_string(cfg.microbatches) + " micro-batches";
+  if (rt.shape.pp > 1) how = ", " + std::string(name_of(parallelism.schedule)) + " over " + std::to_string(parallelism.microbatches) + " micro-batches";
   std::fprintf(stderr, "graphtune: rank %d: dp %d pp %d tp %d, decoder layers [%lld, %lld)%s\n", rt.world_rank,
                rt.coord.dp, rt.coord.pp, rt.coord.tp, static_cast<long long>(rt.first_layer),
                static_cast<long long>(rt.last_layer), how.c_str());
   if (rt.reports() && rt.shape.pp > 1) {
     // What the schedule costs in theory (equal stages, backward = 2 forwards), to set beside
     // the measured share each stage spends waiting (report_rank_peak).
-    const int p = rt.shape.pp, m = static_cast<int>(cfg.microbatches);
-    const SimResult sim = simulate(cfg.schedule == "gpipe" ? gpipe_schedule(p, m) : one_f_one_b_schedule(p, m), m);
+    const int p = rt.shape.pp, m = static_cast<int>(parallelism.microbatches);
+    const SimResult sim = simulate(make_schedule(parallelism.schedule, p, m), m);
     std::fprintf(stderr, "graphtune: %s with %d stages and %d micro-batches: simulated bubble %.3f, stage 0 holds %d\n",
-                 cfg.schedule.c_str(), p, m, sim.bubble_fraction, sim.peak_in_flight.empty() ? 0 : sim.peak_in_flight[0]);
+                 name_of(parallelism.schedule), p, m, sim.bubble_fraction, sim.peak_in_flight.empty() ? 0 : sim.peak_in_flight[0]);
   }
 }
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "parallel/parallel_runtime.hpp"
 #include "train/train_loop.hpp"
 
@@ -13,7 +13,7 @@ namespace gt {
 class StepRunner;
 
 // "graphtune: rank 2: dp 0 pp 1 tp 0, decoder layers [2, 4), 1f1b over 4 micro-batches" (every rank).
-void report_layout(const ParallelRuntime& rt, const TrainConfig& cfg);
+void report_layout(const ParallelRuntime& rt, const ParallelismSection& parallelism);
 // Peak resident memory of this process and the most micro-batches it held at once (every rank).
 void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner);
 // " | 2 skipped" for a log line whose window had skipped steps ([training].on_nonfinite); "" otherwise.

@@ -32,15 +32,16 @@ bool inject_nonfinite(int rank, int64_t step) {
 
 }  // namespace
 
-StepRunner::StepRunner(ParallelRuntime& rt, const TrainConfig& cfg, StepParams params)
-    : rt_(rt), cfg_(cfg), params_(std::move(params)), memory_(std::make_unique<CpuMemoryTracker>()) {
+StepRunner::StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation,
+                       StepParams params)
+    : rt_(rt), parallelism_(parallelism), accumulation_(accumulation), params_(std::move(params)),
+      memory_(std::make_unique<CpuMemoryTracker>()) {
   if (rt_.shape.dp > 1)
     reducer_ = std::make_unique<GradReducer>(*rt_.dp, params_.trainable,
-                                             static_cast<int64_t>(cfg_.bucket_mb * 1024 * 1024));
+                                             static_cast<int64_t>(parallelism_.bucket_mb * 1024 * 1024));
   if (rt_.shape.pp > 1) {
-    const int p = rt_.shape.pp, m = static_cast<int>(cfg_.microbatches);
-    Schedule s = cfg_.schedule == "gpipe" ? gpipe_schedule(p, m) : one_f_one_b_schedule(p, m);
-    executor_ = std::make_unique<PipelineExecutor>(*rt_.pp, s[rt_.coord.pp]);
+    const int p = rt_.shape.pp, m = static_cast<int>(parallelism_.microbatches);
+    executor_ = std::make_unique<PipelineExecutor>(*rt_.pp, make_schedule(parallelism_.schedule, p, m)[rt_.coord.pp]);
   }
 }
 
@@ -68,7 +69,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   rt_.dp->all_reduce_sum(counts);
   const double denom = static_cast<double>(std::max<int64_t>(1, counts[0].item<int64_t>()));
 
-  const int64_t chunks = cfg_.grad_accum_steps, m = cfg_.microbatches;
+  const int64_t chunks = accumulation_, m = parallelism_.microbatches;
   double local_loss = 0;
   for (int64_t k = 0; k < chunks; ++k) {
     // Replicas sum gradients once per optimizer step, during its very last backward: before

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "parallel/parallel_runtime.hpp"
 #include "train/train_loop.hpp"
 
@@ -52,7 +52,8 @@ struct StepParams {
 
 class StepRunner {
  public:
-  StepRunner(ParallelRuntime& rt, const TrainConfig& cfg, StepParams params);
+  // `accumulation`: the optimizer step's gradient-accumulation chunks ([training].grad_accum_steps).
+  StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation, StepParams params);
   ~StepRunner();
 
   // Forward and backward of step `step` (gradients must be zero on entry). Returns the global
@@ -74,7 +75,8 @@ class StepRunner {
 
  private:
   ParallelRuntime& rt_;
-  const TrainConfig& cfg_;
+  const ParallelismSection& parallelism_;
+  int64_t accumulation_;
   StepParams params_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<PipelineExecutor> executor_;

@@ -103,49 +103,49 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-std::map<std::string, std::string> checkpoint_config(const TrainConfig& c) {
+std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
   std::map<std::string, std::string> m = {
-      {"training.stage", c.stage},
-      {"training.batch_size", std::to_string(c.batch_size)},
-      {"training.seed", std::to_string(c.seed)},
-      {"training.trainable", c.trainable},
-      {"training.max_grad_norm", number(c.max_grad_norm)},
-      {"model.path", c.model_path},
-      {"model.dtype", c.dtype},
-      {"model.tokenizer", c.tokenizer},
-      {"optimizer.lr", number(c.lr)},
-      {"optimizer.weight_decay", number(c.weight_decay)},
-      {"optimizer.beta1", number(c.beta1)},
-      {"optimizer.beta2", number(c.beta2)},
-      {"optimizer.eps", number(c.eps)},
-      {"lr_scheduler.warmup_ratio", number(c.warmup_ratio)},
-      {"lr_scheduler.min_lr_ratio", number(c.min_lr_ratio)},
+      {"training.stage", name_of(c.training.stage)},
+      {"training.batch_size", std::to_string(c.training.batch_size)},
+      {"training.seed", std::to_string(c.training.seed)},
+      {"training.trainable", name_of(c.training.trainable)},
+      {"training.max_grad_norm", number(c.training.max_grad_norm)},
+      {"model.path", c.model.path},
+      {"model.dtype", name_of(c.model.dtype)},
+      {"model.tokenizer", c.model.tokenizer},
+      {"optimizer.lr", number(c.optimizer.lr)},
+      {"optimizer.weight_decay", number(c.optimizer.weight_decay)},
+      {"optimizer.beta1", number(c.optimizer.beta1)},
+      {"optimizer.beta2", number(c.optimizer.beta2)},
+      {"optimizer.eps", number(c.optimizer.eps)},
+      {"lr_scheduler.warmup_ratio", number(c.lr_scheduler.warmup_ratio)},
+      {"lr_scheduler.min_lr_ratio", number(c.lr_scheduler.min_lr_ratio)},
   };
-  if (c.stage == "lm") {
-    if (c.model_path.empty()) {  // a fresh model: its shape is the config's
-      for (auto [key, v] : {std::pair{"dim", c.dim}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
-                            {"n_kv_heads", c.n_kv_heads}, {"hidden_dim", c.hidden_dim}, {"vocab_size", c.vocab_size}})
+  if (c.training.stage == Phase::kLm) {
+    if (c.model.path.empty()) {  // a fresh model: its shape is the config's
+      for (auto [key, v] : {std::pair{"dim", c.model.dim}, {"n_layers", c.model.n_layers}, {"n_heads", c.model.n_heads},
+                            {"n_kv_heads", c.model.n_kv_heads}, {"hidden_dim", c.model.hidden_dim}, {"vocab_size", c.model.vocab_size}})
         m[std::string("model.") + key] = std::to_string(v);
     }
-    m["training.seq_len"] = std::to_string(c.seq_len);
-    m["data.source"] = c.source;
-    m["data.instructions"] = c.instructions;
+    m["training.seq_len"] = std::to_string(c.training.seq_len);
+    m["data.source"] = c.data.source;
+    m["data.instructions"] = c.data.instructions;
   } else {
-    m["data.instructions"] = c.instructions;
-    m["data.graph"] = c.graph;
-    m["data.max_len"] = std::to_string(c.max_len);
-    m["data.template"] = c.chat_template;
-    m["model.graph_encoder"] = c.graph_encoder;
-    m["model.graph_encoder_prefix"] = c.graph_encoder_prefix;
-    m["data.features"] = c.features;
+    m["data.instructions"] = c.data.instructions;
+    m["data.graph"] = c.data.graph;
+    m["data.max_len"] = std::to_string(c.data.max_len);
+    m["data.template"] = c.data.chat_template;
+    m["model.graph_encoder"] = c.model.graph_encoder;
+    m["model.graph_encoder_prefix"] = c.model.graph_encoder_prefix;
+    m["data.features"] = c.data.features;
   }
   return m;
 }
 
-ResumePoint find_resume_point(const TrainConfig& cfg) {
+ResumePoint find_resume_point(const JobConfig& cfg) {
   ResumePoint rp;
-  if (cfg.resume.empty()) return rp;
-  rp.folder = ckpt::resolve_checkpoint(cfg.checkpoint_dir, cfg.resume);
+  if (cfg.checkpoint.resume.empty()) return rp;
+  rp.folder = ckpt::resolve_checkpoint(cfg.checkpoint.dir, cfg.checkpoint.resume);
   rp.index = ckpt::read_index(rp.folder);
   const std::string where = rp.folder + "/index.json";
   for (const auto& [key, value] : checkpoint_config(cfg)) {
@@ -164,7 +164,7 @@ std::string model_fingerprint(const std::map<std::string, std::vector<int64_t>>&
   return sha256_hex(s);
 }
 
-TrainCheckpoint::TrainCheckpoint(const ParallelRuntime& rt, const TrainConfig& cfg, int64_t total_steps,
+TrainCheckpoint::TrainCheckpoint(const ParallelRuntime& rt, const JobConfig& cfg, int64_t total_steps,
                                  std::vector<CheckpointedTensor> tensors, std::string model_fingerprint)
     : rt_(rt), cfg_(cfg), total_steps_(total_steps), tensors_(std::move(tensors)),
       fingerprint_(std::move(model_fingerprint)) {}
@@ -232,11 +232,11 @@ TrainLoopHooks TrainCheckpoint::hooks() {
     restore_optimizer(opt);
     // A run resumed at its last step trains nothing; at another layout or into another folder,
     // it still saves what it loaded: that is how a checkpoint is resharded (and tested exact).
-    if (cfg_.checkpoint_every > 0 && first_step_ > 0 && first_step_ == total_steps_) save(first_step_, opt);
+    if (cfg_.checkpoint.every > 0 && first_step_ > 0 && first_step_ == total_steps_) save(first_step_, opt);
   };
-  if (cfg_.checkpoint_every > 0)
+  if (cfg_.checkpoint.every > 0)
     h.after_step = [this](int64_t done, torch::optim::AdamW* opt) {
-      if (done % cfg_.checkpoint_every == 0 || done == total_steps_) save(done, opt);
+      if (done % cfg_.checkpoint.every == 0 || done == total_steps_) save(done, opt);
     };
   if (!control::connected()) return h;
   if (rt_.reports())
@@ -281,7 +281,7 @@ void TrainCheckpoint::restore_optimizer(torch::optim::AdamW* opt) {
 
 void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string folder = join_path(cfg_.checkpoint_dir, ckpt::step_folder_name(step));
+  const std::string folder = join_path(cfg_.checkpoint.dir, ckpt::step_folder_name(step));
   if (same_file(folder, resumed_from_)) return;  // it is already on disk, and is being read from
   if (rt_.reports()) {
     // A folder of this step from an earlier attempt (a killed save, or a run resumed from an
@@ -296,7 +296,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
   std::vector<ckpt::SavedTensor> mine;
   int64_t ordinal = 0;
   for (const CheckpointedTensor& t : tensors_) {
-    if (!t.save || (!t.trainable && !cfg_.save_frozen)) continue;
+    if (!t.save || (!t.trainable && !cfg_.checkpoint.save_frozen)) continue;
     // The ranks holding this same box: the dp replicas (and, for an unsplit tensor, the tp
     // ranks too). The i-th tensor of the list goes to holder i mod holders.
     const bool split = t.tp_dim >= 0;
@@ -327,7 +327,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
     ckpt::Index index;
     index.step = step;
     index.total_steps = total_steps_;
-    index.stage = cfg_.stage;
+    index.stage = cfg_.training.stage;
     index.layout = {rt_.shape.dp, rt_.shape.pp, rt_.shape.tp, rt_.partition};
     index.model_fingerprint = fingerprint_;
     index.config = checkpoint_config(cfg_);
@@ -341,7 +341,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
       index.files[name] = ckpt::write_into_checkpoint(text, folder, name, rt_.world_rank);
     for (const auto& [name, f] : index.files) bytes += f.bytes;
     ckpt::commit_index(folder, index);
-    if (cfg_.keep_latest > 0) ckpt::prune_checkpoints(cfg_.checkpoint_dir, static_cast<int>(cfg_.keep_latest));
+    if (cfg_.checkpoint.keep_latest > 0) ckpt::prune_checkpoints(cfg_.checkpoint.dir, static_cast<int>(cfg_.checkpoint.keep_latest));
     std::fprintf(stderr,
                  "graphtune: checkpoint step %lld committed: %s (%.1f MiB in %zu shards; rank 0 wrote %.1f MiB in "
                  "%.2f s, %.2f s in all)\n",

@@ -22,14 +22,14 @@
 #include <vector>
 
 #include "checkpoint/index.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "train/train_loop.hpp"
 
 namespace gt {
 
 struct ParallelRuntime;
 
-// The <g_start>/<g_end> rows' name in a graph stage's checkpoints ([2, dim]); the projector's
+// The <g_start>/<g_end> rows' name in a graph phase's checkpoints ([2, dim]); the projector's
 // are kGraphProjectorWeight and kGraphProjectorBias (model/graph_projector.hpp).
 inline constexpr const char* kGraphTokenRowsName = "model.graph_token_rows";
 // The key a weight is saved under.
@@ -52,11 +52,11 @@ struct ResumePoint {
   std::string folder;
   ckpt::Index index;
 };
-ResumePoint find_resume_point(const TrainConfig& cfg);
+ResumePoint find_resume_point(const JobConfig& cfg);
 
 // The settings that decide what a run computes (not how it is laid out): the keys a resume
 // must share with the saved run.
-std::map<std::string, std::string> checkpoint_config(const TrainConfig& cfg);
+std::map<std::string, std::string> checkpoint_config(const JobConfig& cfg);
 
 // Identity of a model: a hash of its parts' names and global shapes, which the trainer lists
 // ("name" -> shape) from the full model before a stage keeps its share.
@@ -66,7 +66,7 @@ class TrainCheckpoint {
  public:
   // `tensors`: everything this rank holds that a checkpoint covers; the trainable ones must be
   // the tensors the optimizer updates. `total_steps`: the run's length (a resume must match it).
-  TrainCheckpoint(const ParallelRuntime& rt, const TrainConfig& cfg, int64_t total_steps,
+  TrainCheckpoint(const ParallelRuntime& rt, const JobConfig& cfg, int64_t total_steps,
                   std::vector<CheckpointedTensor> tensors, std::string model_fingerprint);
 
   // With [checkpoint].resume: loads every tensor this rank holds (resharded when the layout
@@ -92,7 +92,7 @@ class TrainCheckpoint {
  private:
   void restore_optimizer(torch::optim::AdamW* opt);
   const ParallelRuntime& rt_;
-  const TrainConfig& cfg_;
+  const JobConfig& cfg_;
   int64_t total_steps_;
   std::vector<CheckpointedTensor> tensors_;
   std::string fingerprint_;

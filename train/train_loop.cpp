@@ -23,9 +23,9 @@ std::string number(double v) {
 // [training].on_nonfinite: whether a step with a non-finite loss or gradient norm is skipped,
 // or ends the run. Skipping is the default because one bad record must not cost a run of days;
 // a run of skips in a row means the model itself diverged, and that stops it.
-class NonFinitePolicy {
+class NonFiniteGuard {
  public:
-  NonFinitePolicy(const TrainConfig& cfg, int rank) : cfg_(cfg), rank_(rank) {}
+  NonFiniteGuard(const TrainingSection& training, int rank) : training_(training), rank_(rank) {}
 
   // True when the step's update is to be applied; false when it is skipped; throws to abort.
   bool admit(int64_t step, double loss, double norm) {
@@ -35,12 +35,12 @@ class NonFinitePolicy {
     }
     const std::string what = "step " + std::to_string(step) + ": the loss is " + number(loss) +
                              " and the gradient norm " + number(norm) + " on every rank";
-    if (cfg_.on_nonfinite == "abort")
+    if (training_.on_nonfinite == NonFinitePolicy::kAbort)
       throw TrainingDiverged(what + " ([training].on_nonfinite = \"abort\")");
-    if (++in_a_row_ > cfg_.max_skipped_in_a_row)
+    if (++in_a_row_ > training_.max_skipped_in_a_row)
       throw TrainingDiverged(what + "; " + std::to_string(in_a_row_) +
                                " steps in a row were not finite, more than [training].max_skipped_in_a_row = " +
-                               std::to_string(cfg_.max_skipped_in_a_row) + ": the model diverged");
+                               std::to_string(training_.max_skipped_in_a_row) + ": the model diverged");
     ++skipped_;
     // Every rank says it: the lines show that all of them skipped the same step.
     std::fprintf(stderr, "graphtune: rank %d: %s; its update is skipped (%lld skipped so far, %lld in a row)\n",
@@ -49,7 +49,7 @@ class NonFinitePolicy {
   }
 
  private:
-  const TrainConfig& cfg_;
+  const TrainingSection& training_;
   int rank_;
   int64_t skipped_ = 0, in_a_row_ = 0;
 };
@@ -57,34 +57,35 @@ class NonFinitePolicy {
 }  // namespace
 
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
-                                    const TrainConfig& cfg, int64_t steps,
+                                    const OptimizerSection& optimizer, const LrSchedulerSection& lr_scheduler,
+                                    const TrainingSection& training, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step_fn,
                                     const std::function<double()>& grad_norm,
                                     const std::function<void(const StepLog&)>& on_log,
                                     const TrainLoopHooks& hooks) {
   auto opts = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).eps(cfg.eps).weight_decay(wd));
+        torch::optim::AdamWOptions(optimizer.lr).betas({optimizer.beta1, optimizer.beta2}).eps(optimizer.eps).weight_decay(wd));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty()) groups.emplace_back(decay, opts(cfg.weight_decay));
+  if (!decay.empty()) groups.emplace_back(decay, opts(optimizer.weight_decay));
   if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
   // A pipeline stage may own no trainable parameter (GraphGPT's frozen LLM layers): it still
   // runs every step's forward and backward, and takes part in the loss and norm reductions.
   std::unique_ptr<torch::optim::AdamW> opt;
-  if (!groups.empty()) opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(cfg.lr));
+  if (!groups.empty()) opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(optimizer.lr));
   std::vector<torch::Tensor> params = decay;
   params.insert(params.end(), no_decay.begin(), no_decay.end());
 
   if (hooks.restore) hooks.restore(opt.get());
 
-  NonFinitePolicy nonfinite(cfg, hooks.rank);
+  NonFiniteGuard nonfinite(training, hooks.rank);
   std::vector<StepLog> log;
   double loss_sum = 0, norm_sum = 0;
   int64_t window_tokens = 0, window_steps = 0, window_skipped = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t step = hooks.first_step; step < steps; ++step) {
-    const double lr = cfg.lr * lr_multiplier(step, steps, cfg.warmup_ratio, cfg.min_lr_ratio);
+    const double lr = optimizer.lr * lr_multiplier(step, steps, lr_scheduler.warmup_ratio, lr_scheduler.min_lr_ratio);
     if (opt) {
       for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
       opt->zero_grad();
@@ -97,9 +98,9 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
     const double norm = grad_norm();
     const bool apply = nonfinite.admit(step + 1, out.loss, norm);
     if (apply) {
-      if (cfg.max_grad_norm > 0 && norm > cfg.max_grad_norm) {
+      if (training.max_grad_norm > 0 && norm > training.max_grad_norm) {
         torch::NoGradGuard ng;
-        const double coef = cfg.max_grad_norm / (norm + 1e-6);
+        const double coef = training.max_grad_norm / (norm + 1e-6);
         for (auto& p : params)
           if (p.grad().defined()) p.grad().mul_(coef);
       }
@@ -112,7 +113,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
     } else {
       ++window_skipped;
     }
-    if ((step + 1) % cfg.log_every == 0 || step + 1 == steps) {
+    if ((step + 1) % training.log_every == 0 || step + 1 == steps) {
       auto t1 = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(t1 - t0).count();
       const double n = static_cast<double>(window_steps);
@@ -144,16 +145,17 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
 }
 
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
-                                    const TrainConfig& cfg, int64_t steps,
+                                    const OptimizerSection& optimizer, const LrSchedulerSection& lr_scheduler,
+                                    const TrainingSection& training, int64_t steps,
                                     const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
                                     const std::function<void(const StepLog&)>& on_log) {
   std::vector<torch::Tensor> params = decay;
   params.insert(params.end(), no_decay.begin(), no_decay.end());
   auto step = [&](int64_t s) {
     StepOutcome out;
-    for (int64_t k = 0; k < cfg.grad_accum_steps; ++k) {
+    for (int64_t k = 0; k < training.grad_accum_steps; ++k) {
       MicroStep m = micro(s, k);
-      out.loss += m.loss / static_cast<double>(cfg.grad_accum_steps);
+      out.loss += m.loss / static_cast<double>(training.grad_accum_steps);
       out.tokens += m.tokens;
     }
     return out;
@@ -164,7 +166,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
     return std::sqrt(sq);
   };
-  return run_train_loop(decay, no_decay, cfg, steps, step, norm, on_log);
+  return run_train_loop(decay, no_decay, optimizer, lr_scheduler, training, steps, step, norm, on_log);
 }
 
 }  // namespace gt

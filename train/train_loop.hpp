@@ -14,7 +14,7 @@ namespace torch::optim {
 class AdamW;
 }
 
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 
 namespace gt {
 
@@ -77,16 +77,18 @@ struct TrainLoopHooks {
 // alike) follows [training].on_nonfinite: the step's update is skipped, or the run aborts
 // (TrainingDiverged naming the step).
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
-                                    const TrainConfig& cfg, int64_t steps,
+                                    const OptimizerSection& optimizer, const LrSchedulerSection& lr_scheduler,
+                                    const TrainingSection& training, int64_t steps,
                                     const std::function<StepOutcome(int64_t step)>& step,
                                     const std::function<double()>& grad_norm,
                                     const std::function<void(const StepLog&)>& on_log,
                                     const TrainLoopHooks& hooks = {});
 
 // One process, gradient accumulation by the caller: micro(step, k) runs micro-batch k of
-// optimizer step `step` and must call backward on its loss divided by cfg.grad_accum_steps.
+// optimizer step `step` and must call backward on its loss divided by training.grad_accum_steps.
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
-                                    const TrainConfig& cfg, int64_t steps,
+                                    const OptimizerSection& optimizer, const LrSchedulerSection& lr_scheduler,
+                                    const TrainingSection& training, int64_t steps,
                                     const std::function<MicroStep(int64_t step, int64_t micro)>& micro,
                                     const std::function<void(const StepLog&)>& on_log);
 

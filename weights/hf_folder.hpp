@@ -26,7 +26,7 @@ std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir);
 // Writes dir as a folder transformers 4.x/5.x loads with LlamaForCausalLM.from_pretrained:
 // config.json, generation_config.json, and model.safetensors, or, when max_shard_bytes > 0 and
 // the weights do not fit in one shard of that size, model-0000i-of-0000n.safetensors plus
-// model.safetensors.index.json. dtype: "fp32", "bf16" or "fp16".
+// model.safetensors.index.json. dtype: "fp32", "bf16" or "fp16" (config/names.hpp's DType).
 // The folder is built under a temporary sibling name and renamed into place, so it appears
 // complete or not at all (common/staged_folder.hpp). An existing dir is an error unless overwrite is set (and even then
 // only a model folder or an empty folder is replaced, never an arbitrary directory).

@@ -2,6 +2,7 @@
 // one model.safetensors or as shards with an index, staged and renamed into place whole.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/staged_folder.hpp"
+#include "config/names.hpp"
 #include "weights/hf_detail.hpp"
 #include "weights/hf_folder.hpp"
 #include "weights/safetensors.hpp"
@@ -25,11 +27,15 @@ struct OutDtype {
   const char* torch_name;  // config.json's torch_dtype
 };
 
-OutDtype parse_out_dtype(const std::string& dtype, const std::string& dir) {
-  if (dtype == "fp32" || dtype == "float32") return {torch::kFloat32, "float32"};
-  if (dtype == "bf16" || dtype == "bfloat16") return {torch::kBFloat16, "bfloat16"};
-  if (dtype == "fp16" || dtype == "float16") return {torch::kFloat16, "float16"};
-  fail(dir, "dtype '" + dtype + "' is not one of fp32, bf16, fp16");
+OutDtype out_dtype(const std::string& name, const std::string& dir) {
+  if (const std::optional<DType> dtype = value_named<DType>(name)) {
+    switch (*dtype) {
+      case DType::kFp32: return {torch::kFloat32, "float32"};
+      case DType::kBf16: return {torch::kBFloat16, "bfloat16"};
+      case DType::kFp16: return {torch::kFloat16, "float16"};
+    }
+  }
+  fail(dir, "dtype '" + name + "' is not one of fp32, bf16, fp16");
 }
 
 // Shards in state_dict order, as transformers does: a new shard starts when the next tensor
@@ -73,7 +79,7 @@ void save_hf_folder(const std::string& dir_in, const LlamaConfig& cfg,
   // "out/" and "out" are the same folder; the temporary sibling must sit beside it.
   const std::string dir = strip_trailing_slashes(dir_in);
   if (std::string p = cfg.problem(); !p.empty()) fail(dir, "invalid model config: " + p);
-  const OutDtype out = parse_out_dtype(dtype, dir);
+  const OutDtype out = out_dtype(dtype, dir);
   if (max_shard_bytes < 0) fail(dir, "max shard size must be positive");
 
   std::map<std::string, TensorFacts> facts;

@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "common/error.hpp"
+#include "config/names.hpp"
 #include "model/llama.hpp"
 #include "weights/hf_folder.hpp"
 #include "weights/load_model.hpp"
@@ -48,29 +50,30 @@ int64_t parse_bytes(const std::string& text) {
 
 // "auto": the dtype the weights already have when it is one graphtune writes, else fp32
 // (llama2.c files are fp32), so converting a bf16 folder does not double its size.
-std::string resolve_dtype(const std::string& requested, const std::map<std::string, torch::Tensor>& weights) {
-  if (requested != "auto") return requested;
+DType resolve_dtype(const std::optional<DType>& requested, const std::map<std::string, torch::Tensor>& weights) {
+  if (requested) return *requested;
   std::set<torch::ScalarType> types;
   for (const auto& kv : weights) types.insert(kv.second.scalar_type());
   if (types.size() == 1) {
-    if (*types.begin() == torch::kBFloat16) return "bf16";
-    if (*types.begin() == torch::kFloat16) return "fp16";
+    if (*types.begin() == torch::kBFloat16) return DType::kBf16;
+    if (*types.begin() == torch::kFloat16) return DType::kFp16;
   }
-  return "fp32";
+  return DType::kFp32;
 }
 
 int run_convert(const ConvertArgs& a) {
-  if (a.dtype != "auto" && a.dtype != "fp32" && a.dtype != "bf16" && a.dtype != "fp16")
-    fail("--dtype", "expected auto, fp32, bf16 or fp16, got '" + a.dtype + "'");
+  const bool keep = a.dtype == "auto";  // --dtype auto: as the source's weights are
+  const std::optional<DType> requested = value_named<DType>(a.dtype);
+  if (!keep && !requested) fail("--dtype", "expected auto, fp32, bf16 or fp16, got '" + a.dtype + "'");
   const int64_t shard = parse_bytes(a.max_shard_size);
   // Refuse before reading gigabytes of weights; save_hf_folder checks again at write time.
   struct stat st;
   if (!a.overwrite && ::stat(a.out.c_str(), &st) == 0) fail(a.out, "already exists (pass --overwrite to replace it)");
 
   LoadedModel m = load_model(a.model);
-  const std::string dtype = resolve_dtype(a.dtype, m.weights);
+  const char* dtype = name_of(resolve_dtype(requested, m.weights));
   save_hf_folder(a.out, m.config, m.weights, dtype, shard, a.overwrite);
-  std::fprintf(stderr, "graphtune: wrote %s (%s, %lld parameters)\n", a.out.c_str(), dtype.c_str(),
+  std::fprintf(stderr, "graphtune: wrote %s (%s, %lld parameters)\n", a.out.c_str(), dtype,
                static_cast<long long>(m.config.num_parameters()));
   return 0;
 }

@@ -29,7 +29,7 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "control/control_client.hpp"
 #include "data/cora_ml.hpp"
 #include "data/instructions.hpp"
@@ -101,8 +101,8 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
   if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
-  TrainConfig cfg = read_train_config(config_path, overrides, ConfigUse::kEval);
-  const std::string out_dir = out_flag.empty() ? cfg.eval_out_dir : out_flag;
+  JobConfig cfg = read_job_config(config_path, overrides, ConfigUse::kEval);
+  const std::string out_dir = out_flag.empty() ? cfg.eval.out_dir : out_flag;
   if (out_dir.empty()) fail("--out", "must not be empty");
 
   int argc = 0;
@@ -111,39 +111,39 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   control::connect(world.rank(), world.size());  // when the launcher started it
   if (world.size() > 1)
     fail("mpirun", "not supported yet: eval on " + std::to_string(world.size()) + " ranks; run one rank");
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
 
   auto t0 = std::chrono::steady_clock::now();
   // Records and their references before any weight is read: a bad record costs nothing.
-  std::vector<InstructionRecord> records = read_job_records(cfg);
+  std::vector<InstructionRecord> records = read_job_records(cfg.data);
   bool any_single_graph = false;
   for (const auto& r : records) any_single_graph = any_single_graph || !is_link_prediction_id(r.id);
   std::vector<std::string> classes;
-  if (any_single_graph) classes = load_graph(cfg.graph).class_names;
-  std::vector<Reference> refs = references(records, classes, cfg.instructions);
+  if (any_single_graph) classes = load_graph(cfg.data.graph).class_names;
+  std::vector<Reference> refs = references(records, classes, cfg.data.instructions);
 
   GraphGptSetup s = build_graphgpt(cfg);
   const size_t before = records.size();
-  check_records_against_features(records, s.features, cfg);
-  if (records.size() != before) refs = references(records, classes, cfg.instructions);
-  if (cfg.projector.empty())
+  check_records_against_features(records, s.features, cfg.data);
+  if (records.size() != before) refs = references(records, classes, cfg.data.instructions);
+  if (cfg.model.projector.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
-  const ChatTemplate tmpl = chat_template_named(cfg.chat_template, cfg.path + ": [data].template");
+  const ChatTemplate tmpl = chat_template_named(cfg.data.chat_template, cfg.file + ": [data].template");
   const int32_t stop_id = chat_stop_id(tmpl, *s.tokenizer);  // where each answer ends
   std::vector<GraphExample> examples;
   examples.reserve(records.size());
   for (const auto& r : records)
-    examples.push_back(make_prompt_example(cfg.eval_text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
-                                           cfg.max_len, cfg.instructions, tmpl));
-  if (cfg.eval_text_only)
+    examples.push_back(make_prompt_example(cfg.eval.text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
+                                           cfg.data.max_len, cfg.data.instructions, tmpl));
+  if (cfg.eval.text_only)
     std::fprintf(stderr, "graphtune: eval: text only: the <graph> markers are dropped, no graph token is spliced\n");
 
   GraphGpt& model = s.model;
   model->eval();
   std::vector<std::string> answers;
   answers.reserve(records.size());
-  const size_t bs = static_cast<size_t>(cfg.eval_batch_size);
+  const size_t bs = static_cast<size_t>(cfg.eval.batch_size);
   const size_t batches = (examples.size() + bs - 1) / bs;
   for (size_t b = 0; b < batches; ++b) {
     std::vector<GraphExample> chunk(examples.begin() + b * bs, examples.begin() + std::min(examples.size(), (b + 1) * bs));
@@ -151,8 +151,8 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     std::vector<std::vector<int32_t>> ids;
     {
       // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
-      AutocastScope autocast(is_bf16(cfg.dtype), model->projector->weight().device().type());
-      ids = generate_graph_answers(model, batch, cfg.eval_max_new_tokens, stop_id);
+      AutocastScope autocast(cfg.model.bf16(), model->projector->weight().device().type());
+      ids = generate_graph_answers(model, batch, cfg.eval.max_new_tokens, stop_id);
     }
     for (const auto& a : ids) answers.push_back(strip(s.tokenizer->decode(a)));
     std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());
@@ -219,11 +219,11 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   top["n"] = n;
   top["correct"] = correct;
   top["accuracy"] = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;  // over every record
-  top["instructions"] = cfg.instructions;
-  top["model"] = cfg.model_path;
-  top["projector"] = cfg.projector;
-  top["max_new_tokens"] = cfg.eval_max_new_tokens;
-  top["text_only"] = cfg.eval_text_only;
+  top["instructions"] = cfg.data.instructions;
+  top["model"] = cfg.model.path;
+  top["projector"] = cfg.model.projector;
+  top["max_new_tokens"] = cfg.eval.max_new_tokens;
+  top["text_only"] = cfg.eval.text_only;
   for (auto& [k, v] : j.items()) top[k] = v;
   const std::string metrics_text = top.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 

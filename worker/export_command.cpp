@@ -1,6 +1,6 @@
 // graphtune export: a training checkpoint -> the files a finished run writes, so a run stopped
 // (or a checkpoint picked from the middle of one) can be used without training to the end.
-//   stage lm:                 DIR is a Hugging Face folder (fp32) with the run's tokenizer;
+//   phase lm:                 DIR is a Hugging Face folder (fp32) with the run's tokenizer;
 //   graph_matching / task:    DIR holds GraphGPT's stage files (graph_projector.bin, ...) and
 //                             DIR/model, the LLM with the trained <g_start>/<g_end> rows merged
 //                             into its embedding, with the tokenizer those ids belong to.
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/staged_folder.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "formats/model_presets.hpp"
 #include "formats/safetensors_header.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -44,8 +45,6 @@ struct ExportArgs {
 
 const std::string kTokenRowsKey = weight_key(kGraphTokenRowsName);
 
-bool is_graph_stage(const std::string& stage) { return stage == "graph_matching" || stage == "task"; }
-
 std::string config_value(const ckpt::Index& index, const std::string& key, const std::string& fallback) {
   auto it = index.config.find(key);
   return it == index.config.end() ? fallback : it->second;
@@ -53,7 +52,7 @@ std::string config_value(const ckpt::Index& index, const std::string& key, const
 
 void copy_file(const std::string& from, const std::string& to) { write_file_atomic(to, read_file(from)); }
 
-// ---- stage lm ----------------------------------------------------------------------------
+// ---- phase lm ----------------------------------------------------------------------------
 
 // The tokenizer the run read its text with, into the folder, by the rules the run's own output
 // follows (train/lm_phase.cpp): a SentencePiece model as tokenizer.model, the byte and llama2.c
@@ -124,24 +123,27 @@ void export_lm(const std::string& checkpoint, const ckpt::Index& index, StagedFo
   std::fprintf(stderr, "graphtune: export: stage lm, %zu tensors, tokenizer: %s\n", weights.size(), tok.c_str());
 }
 
-// ---- stages graph_matching / task --------------------------------------------------------
+// ---- phases graph_matching / task --------------------------------------------------------
 
 // The job config the run had, as far as building its model needs: what the index records.
 // Relative paths are as the run was given them (run export from the same folder).
-TrainConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) {
-  TrainConfig cfg;
-  cfg.path = join_path(checkpoint, "index.json");
-  cfg.stage = index.stage;
-  cfg.model_path = config_value(index, "model.path", "");
-  cfg.dtype = config_value(index, "model.dtype", cfg.dtype);
-  cfg.tokenizer = config_value(index, "model.tokenizer", cfg.tokenizer);
-  cfg.graph_encoder = config_value(index, "model.graph_encoder", "");
-  cfg.graph_encoder_prefix = config_value(index, "model.graph_encoder_prefix", "");
-  cfg.graph = config_value(index, "data.graph", cfg.graph);
-  cfg.features = config_value(index, "data.features", "");
-  cfg.max_len = std::stoll(config_value(index, "data.max_len", std::to_string(cfg.max_len)));
-  cfg.seed = std::stoll(config_value(index, "training.seed", std::to_string(cfg.seed)));  // a fresh encoder's
-  if (cfg.model_path.empty()) fail(cfg.path, "records no model.path: cannot rebuild the graph stage's LLM");
+JobConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) {
+  JobConfig cfg;
+  cfg.file = join_path(checkpoint, "index.json");
+  cfg.training.stage = index.stage;
+  cfg.model.path = config_value(index, "model.path", "");
+  const std::string dtype = config_value(index, "model.dtype", name_of(cfg.model.dtype));
+  const std::optional<DType> parsed = value_named<DType>(dtype);
+  if (!parsed) fail(cfg.file, "config.\"model.dtype\" is \"" + dtype + "\", not a dtype graphtune trains in");
+  cfg.model.dtype = *parsed;
+  cfg.model.tokenizer = config_value(index, "model.tokenizer", cfg.model.tokenizer);
+  cfg.model.graph_encoder = config_value(index, "model.graph_encoder", "");
+  cfg.model.graph_encoder_prefix = config_value(index, "model.graph_encoder_prefix", "");
+  cfg.data.graph = config_value(index, "data.graph", cfg.data.graph);
+  cfg.data.features = config_value(index, "data.features", "");
+  cfg.data.max_len = std::stoll(config_value(index, "data.max_len", std::to_string(cfg.data.max_len)));
+  cfg.training.seed = std::stoll(config_value(index, "training.seed", std::to_string(cfg.training.seed)));  // a fresh encoder's
+  if (cfg.model.path.empty()) fail(cfg.file, "records no model.path: cannot rebuild the graph stage's LLM");
   return cfg;
 }
 
@@ -160,8 +162,8 @@ nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
 //     `graphtune generate --tokenizer` (graphtune does not read added_tokens.json);
 //   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
 //   llama2.c / byte tokenizers: tokenizer.bin with the added pieces.
-std::string write_graph_tokenizer(const TrainConfig& cfg, const Tokenizer& tok, const std::string& dir) {
-  const std::string source = resolve_tokenizer_path(cfg.tokenizer, cfg.model_path, cfg.path + ": model.tokenizer");
+std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, const std::string& dir) {
+  const std::string source = resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, cfg.file + ": model.tokenizer");
   const std::string folder = parent_path(source);
   auto copy_beside = [&](const char* name) {
     if (path_exists(join_path(folder, name))) copy_file(join_path(folder, name), join_path(dir, name));
@@ -196,14 +198,14 @@ std::string write_graph_tokenizer(const TrainConfig& cfg, const Tokenizer& tok, 
   return "tokenizer.bin with the graph tokens added";
 }
 
-void export_graph_stage(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
-  TrainConfig cfg = graph_config(checkpoint, index);
+void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
+  JobConfig cfg = graph_config(checkpoint, index);
   // The LLM (with GraphGPT's tokens added), the encoder as the run had them; the projector and
   // the token rows from the checkpoint, read whole whatever layout saved them. Built in fp32:
   // the merged LLM keeps the model's own weights, not a bf16 run's rounded working copy.
-  cfg.projector = checkpoint;
-  const std::string run_dtype = cfg.dtype;
-  cfg.dtype = "fp32";
+  cfg.model.projector = checkpoint;
+  const bool run_in_bf16 = cfg.model.bf16();
+  cfg.model.dtype = DType::kFp32;
   GraphGptSetup s = build_graphgpt(cfg);
   GraphGpt& model = s.model;
 
@@ -221,34 +223,35 @@ void export_graph_stage(const std::string& checkpoint, const ckpt::Index& index,
   const std::string tok = write_graph_tokenizer(cfg, *s.tokenizer, merged);
   // The stage files as the run wrote them: a bf16 run stored its frozen encoder in bf16
   // (build_graphgpt), and graph_encoder.safetensors holds those values, widened.
-  if (is_bf16(run_dtype)) store_frozen_in_bf16(*model);
-  save_graph_stage_outputs(model, out.path());
+  if (run_in_bf16) store_frozen_in_bf16(*model);
+  save_graph_phase_outputs(model, out.path());
   std::fprintf(stderr, "graphtune: export: stage %s (%s), LLM %s with <g_start>/<g_end> %s; vocabulary %lld; tokenizer: %s\n",
-               index.stage.c_str(), index.tensors.count(kTokenRowsKey) ? "projector and token rows" : "projector",
-               cfg.model_path.c_str(), index.tensors.count(kTokenRowsKey) ? "trained" : "as initialised",
+               name_of(index.stage), index.tensors.count(kTokenRowsKey) ? "projector and token rows" : "projector",
+               cfg.model.path.c_str(), index.tensors.count(kTokenRowsKey) ? "trained" : "as initialised",
                static_cast<long long>(model->llm->config().vocab_size), tok.c_str());
 }
 
 int run_export(const ExportArgs& a) {
   const std::string checkpoint = ckpt::find_checkpoint(a.checkpoint);
   const ckpt::Index index = ckpt::read_index(checkpoint);
-  if (index.stage != "lm" && !is_graph_stage(index.stage))
-    fail(join_path(checkpoint, "index.json"), "a checkpoint of stage " + index.stage +
+  const bool lm = index.stage == Phase::kLm;
+  if (!lm && !is_graph_phase(index.stage))
+    fail(join_path(checkpoint, "index.json"), "a checkpoint of stage " + std::string(name_of(index.stage)) +
                                                   ", which export does not write (lm, graph_matching, task)");
   // An existing DIR is replaced only with --overwrite, and only if it is an earlier export.
   ReplaceRule rule;
   rule.overwrite = a.overwrite;
   rule.empty_needs_overwrite = true;
-  rule.marker_file = index.stage == "lm" ? "config.json" : "graph_projector.bin";
-  rule.kind = index.stage == "lm" ? "model folder" : "graph stage's output folder";
+  rule.marker_file = lm ? "config.json" : "graph_projector.bin";
+  rule.kind = lm ? "model folder" : "graph stage's output folder";
   StagedFolder::check(a.out, rule);
   ckpt::verify_files(checkpoint, index);  // every byte checked before anything is written
 
   StagedFolder out(a.out, rule);
-  if (index.stage == "lm") {
+  if (lm) {
     export_lm(checkpoint, index, out);
   } else {
-    export_graph_stage(checkpoint, index, out);
+    export_graph_phase(checkpoint, index, out);
   }
   out.commit();
   std::fprintf(stderr, "graphtune: exported %s (step %lld of %lld) to %s\n", checkpoint.c_str(),

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "common/error.hpp"
+#include "config/names.hpp"
 #include "data/chat_template.hpp"
 #include "model/generate.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -37,7 +39,8 @@ int run_generate(const GenerateArgs& a) {
   if (a.max_new_tokens < 1) fail("--max-new-tokens", "must be at least 1");
   if (a.temperature < 0) fail("--temperature", "must be >= 0");
   if (a.top_p < 0 || a.top_p > 1) fail("--top-p", "must be in [0, 1]");
-  if (a.dtype != "fp32" && a.dtype != "bf16") fail("--dtype", "expected fp32 or bf16, got '" + a.dtype + "'");
+  const std::optional<DType> dtype = value_named<DType>(a.dtype);
+  if (!dtype || *dtype == DType::kFp16) fail("--dtype", "expected fp32 or bf16, got '" + a.dtype + "'");
 
   // Validate everything cheap before reading weights.
   LlamaConfig cfg = read_model_config(a.model);
@@ -66,7 +69,7 @@ int run_generate(const GenerateArgs& a) {
   Llama model(loaded.config);
   model->load_weights(loaded.weights, a.model);
   loaded.weights.clear();
-  if (a.dtype == "bf16") model->to(torch::kBFloat16);
+  if (*dtype == DType::kBf16) model->to(torch::kBFloat16);
   model->eval();
 
   if (!chat) {

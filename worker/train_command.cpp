@@ -1,5 +1,5 @@
-// graphtune train --config FILE [--section.key VALUE ...]: runs the stage the config names.
-// The stages live beside it: lm (train/lm_phase.hpp), grounding (train/grounding_phase.hpp),
+// graphtune train --config FILE [--section.key VALUE ...]: runs the phase the config names.
+// The phases live in train/: lm (train/lm_phase.hpp), grounding (train/grounding_phase.hpp),
 // graph_matching and task (train/graph_phase.hpp).
 #include <torch/torch.h>
 
@@ -8,7 +8,7 @@
 #include "comm/world.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "control/control_client.hpp"
 #include "layout/process_grid.hpp"
 #include "parallel/parallel_runtime.hpp"
@@ -26,42 +26,46 @@ namespace {
 
 // Everything that can be wrong with the job itself, before any weight is read: the same on every
 // rank (same files, same flags), so only rank 0 says it.
-void check_job(const TrainConfig& cfg, int world_size) {
-  if (cfg.backend == "nccl")
-    fail(cfg.path + ": [parallelism].backend", "not supported yet: training on the nccl backend (the trainers run on "
+void check_job(const JobConfig& cfg, int world_size) {
+  if (cfg.parallelism.backend == Backend::kNccl)
+    fail(cfg.file + ": [parallelism].backend", "not supported yet: training on the nccl backend (the trainers run on "
                                                "CPU tensors; use \"mpi\")");
-  int64_t n_layers = cfg.n_layers, dim = cfg.dim;
-  if (!cfg.model_path.empty()) {
-    const LlamaConfig mc = read_model_config(cfg.model_path);  // the config only, no weights
+  int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
+  if (!cfg.model.path.empty()) {
+    const LlamaConfig mc = read_model_config(cfg.model.path);  // the config only, no weights
     n_layers = mc.n_layers;
     dim = mc.dim;
   }
   check_parallel_layout(cfg, world_size, static_cast<int>(n_layers));
-  const bool graph_stage = cfg.stage == "graph_matching" || cfg.stage == "task";
-  if (cfg.tp > 1 && !graph_stage)
-    fail(cfg.path + ": [parallelism].tp", std::to_string(cfg.tp) + ": tensor parallelism splits GraphGPT's projector, "
-                                          "which stage " + cfg.stage + " does not have (use dp or pp)");
-  if (cfg.tp > 1 && dim % cfg.tp)
-    fail(cfg.path + ": [parallelism].tp", std::to_string(cfg.tp) + " does not divide the projector's output, the LLM "
+  const bool graph_phase = is_graph_phase(cfg.training.stage);
+  if (cfg.parallelism.tp > 1 && !graph_phase)
+    fail(cfg.file + ": [parallelism].tp", std::to_string(cfg.parallelism.tp) + ": tensor parallelism splits GraphGPT's projector, "
+                                          "which stage " + std::string(name_of(cfg.training.stage)) + " does not have (use dp or pp)");
+  if (cfg.parallelism.tp > 1 && dim % cfg.parallelism.tp)
+    fail(cfg.file + ": [parallelism].tp", std::to_string(cfg.parallelism.tp) + " does not divide the projector's output, the LLM "
                                           "hidden size " + std::to_string(dim));
   find_resume_point(cfg);  // the checkpoint to resume from exists, is committed, and is this run's
-  if (world_size > 1 && cfg.stage == "grounding")
-    fail(cfg.path + ": [training].stage", "not supported yet: grounding on " + std::to_string(world_size) +
+  if (world_size > 1 && cfg.training.stage == Phase::kGrounding)
+    fail(cfg.file + ": [training].stage", "not supported yet: grounding on " + std::to_string(world_size) +
                                               " ranks (run it with one)");
 }
 
-int run_stage(const TrainConfig& cfg, const World& world) {
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
-  if (cfg.stage == "graph_matching" || cfg.stage == "task") return run_graph_stage(cfg, world);
-  if (cfg.stage == "grounding") return run_grounding_stage(cfg);
-  return run_lm_stage(cfg, world);
+int run_phase(const JobConfig& cfg, const World& world) {
+  if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
+  switch (cfg.training.stage) {
+    case Phase::kLm: return run_lm_phase(cfg, world);
+    case Phase::kGrounding: return run_grounding_phase(cfg);
+    case Phase::kGraphMatching:
+    case Phase::kTask: return run_graph_phase(cfg, world);
+  }
+  return 1;
 }
 
-TrainConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
+JobConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
   if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
-  return read_train_config(config_path, overrides);
+  return read_job_config(config_path, overrides);
 }
 
 int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
@@ -72,9 +76,9 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   World world(&argc, &argv);
   try {
     control::connect(world.rank(), world.size());  // when the launcher started this job
-    TrainConfig cfg = read_job(config_path, extra);
+    JobConfig cfg = read_job(config_path, extra);
     check_job(cfg, world.size());
-    const int rc = run_stage(cfg, world);
+    const int rc = run_phase(cfg, world);
     control::report_done();
     return rc;
   } catch (const TrainingStopped& s) {
@@ -112,7 +116,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
 // The launcher's preflight: the config and the layout for `world_size` ranks checked in one
 // process, without MPI, before anything is started.
 int check_train(const std::string& config_path, const std::vector<std::string>& extra, int world_size) {
-  TrainConfig cfg = read_job(config_path, extra);
+  JobConfig cfg = read_job(config_path, extra);
   check_job(cfg, world_size);
   return 0;
 }

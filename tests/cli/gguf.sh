@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Broken GGUF files through tests/gguf_driver.cpp (formats/gguf.hpp, weights/gguf_llama.hpp): each is
-# exit 2 and one line naming the file and the problem. The files are a tiny LLaMA written with
-# the gguf Python package (tests/test_gguf.py's writer), then truncated or patched byte-wise,
-# and the shipped SmolLM2 GGUF truncated in its tensor data.
+# Broken GGUF files through tests/gguf_driver.cpp (formats/gguf.hpp, formats/gguf_llama.hpp,
+# weights/gguf_weights.hpp): each is exit 2 and one line naming the file and the problem. The files
+# are a tiny LLaMA written with the gguf Python package (tests/test_gguf.py's writer), then
+# truncated or patched byte-wise, and the shipped SmolLM2 GGUF truncated in its tensor data.
 source "$(dirname "$0")/lib.sh"
 DRIVER=${GRAPHTUNE_GGUF_DRIVER:?set by ctest}
 PY=${GRAPHTUNE_PYTHON:?set by ctest}
@@ -51,7 +51,8 @@ patched(good, os.path.join(tmp, "bad_magic.gguf"), 0, b"GGML")
 patched(good, os.path.join(tmp, "version1.gguf"), 4, struct.pack("<I", 1))
 dims, typ = info_at(good, "token_embd.weight")
 patched(good, os.path.join(tmp, "unknown_type.gguf"), typ, struct.pack("<I", 99))
-# token_embd is [vocab, dim] in torch order, ne = [dim, vocab]: one more row runs into the next tensor.
+# token_embd is [vocab, dim] in torch order, ne = [dim, vocab]: one more row runs into the next
+# tensor.
 patched(good, os.path.join(tmp, "size_mismatch.gguf"), dims + 8, struct.pack("<Q", t.TINY["vocab"] + 1))
 _, typ = info_at(os.path.join(tmp, "q4.gguf"), "x")
 patched(os.path.join(tmp, "q4.gguf"), os.path.join(tmp, "iq4_nl.gguf"), typ, struct.pack("<I", 20))

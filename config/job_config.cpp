@@ -1,0 +1,304 @@
+#include "config/job_config.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "common/config.hpp"
+#include "common/error.hpp"
+#include "layout/partition.hpp"
+
+namespace gt {
+namespace {
+
+// The typed reads every section shares, on top of ConfigReader's: ranges, and names of a set.
+struct SectionReader {
+  ConfigReader& r;
+
+  int64_t positive(const char* s, const char* k, int64_t dflt) {
+    const int64_t v = r.get_int(s, k, dflt);
+    if (v <= 0) r.reject(s, k, "must be positive, got " + std::to_string(v));
+    return v;
+  }
+  double in_range(const char* s, const char* k, double dflt, double lo, double hi) {
+    const double v = r.get_float(s, k, dflt);
+    if (!(v >= lo && v <= hi))
+      r.reject(s, k, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    return v;
+  }
+  // One of `allowed` (a subset of the enum's names, listed in this order in the message).
+  template <typename E>
+  E one_of(const char* s, const char* k, E dflt, std::initializer_list<E> allowed) {
+    const std::string v = r.get_string(s, k, name_of(dflt));
+    std::string list;
+    for (E a : allowed) {
+      if (v == name_of(a)) return a;
+      list += (list.empty() ? "" : ", ") + std::string(name_of(a));
+    }
+    r.reject(s, k, "'" + v + "' is not one of: " + list);
+  }
+  // One of a set of names that other libraries turn into values ([data].template), or that
+  // nothing varies on yet ([optimizer].name, [lr_scheduler].name).
+  std::string one_of_names(const char* s, const char* k, const std::string& dflt,
+                           std::initializer_list<const char*> allowed) {
+    const std::string v = r.get_string(s, k, dflt);
+    std::string list;
+    for (const char* a : allowed) {
+      if (v == a) return v;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    r.reject(s, k, "'" + v + "' is not one of: " + list);
+  }
+};
+
+// [parallelism].partition as a list of first layers: "0, 6, 12". A string, not a TOML array,
+// because ConfigReader hands out scalars only (and the same text works as an override).
+// Only the syntax is checked here; the values need the model (check_parallel_layout).
+std::vector<int> parse_layer_list(const ConfigReader& r, const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos)
+      r.reject("parallelism", "partition",
+               "expected \"balanced\" or the first layer of each stage, e.g. \"0,6,12\"; got \"" + text + "\"");
+    out.push_back(std::stoi(item));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+JobSection read_job(SectionReader& in) {
+  JobSection j;
+  j.name = in.r.get_string("job", "name", j.name);
+  if (j.name.empty()) in.r.reject("job", "name", "must not be empty");
+  j.out_dir = in.r.get_string("job", "out_dir", "runs/" + j.name);
+  return j;
+}
+
+ModelSection read_model(SectionReader& in) {
+  ConfigReader& r = in.r;
+  ModelSection m;
+  m.path = r.get_string("model", "path", m.path);
+  m.tokenizer = r.get_string("model", "tokenizer", m.tokenizer);
+  // A fresh model's sizes, bounded far above any real LLaMA (405B: dim 16384, 126 layers) so
+  // that a damaged value (2^46 typed for 46) is refused here, before anything is built from it.
+  auto model_size = [&](const char* k, int64_t dflt, int64_t max) {
+    const int64_t v = in.positive("model", k, dflt);
+    if (v > max) r.reject("model", k, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
+    return v;
+  };
+  m.vocab_size = model_size("vocab_size", m.vocab_size, int64_t{1} << 24);
+  m.dim = model_size("dim", m.dim, int64_t{1} << 16);
+  m.n_layers = model_size("n_layers", m.n_layers, int64_t{1} << 12);
+  m.n_heads = model_size("n_heads", m.n_heads, int64_t{1} << 12);
+  m.n_kv_heads = model_size("n_kv_heads", m.n_kv_heads, int64_t{1} << 12);
+  m.hidden_dim = model_size("hidden_dim", m.hidden_dim, int64_t{1} << 18);
+  m.max_seq_len = model_size("max_seq_len", m.max_seq_len, int64_t{1} << 24);
+  m.dtype = in.one_of("model", "dtype", m.dtype, {DType::kFp32, DType::kBf16});
+  m.graph_encoder = r.get_string("model", "graph_encoder", m.graph_encoder);
+  m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
+  m.projector = r.get_string("model", "projector", m.projector);
+  if (m.dim % m.n_heads) r.reject("model", "n_heads", "must divide dim (" + std::to_string(m.dim) + ")");
+  if (m.n_heads % m.n_kv_heads)
+    r.reject("model", "n_kv_heads", "must divide n_heads (" + std::to_string(m.n_heads) + ")");
+  if ((m.dim / m.n_heads) % 2) r.reject("model", "n_heads", "head size dim/n_heads must be even for rotary embeddings");
+  return m;
+}
+
+DataSection read_data(SectionReader& in) {
+  ConfigReader& r = in.r;
+  DataSection d;
+  d.source = r.get_string("data", "source", d.source);
+  d.seed = r.get_int("data", "seed", d.seed);
+  d.nodes = in.positive("data", "nodes", d.nodes);
+  d.classes = in.positive("data", "classes", d.classes);
+  d.noise = in.in_range("data", "noise", d.noise, 0.0, 1.0);
+  d.instructions = r.get_string("data", "instructions", d.instructions);
+  d.graph = r.get_string("data", "graph", d.graph);
+  d.features = r.get_string("data", "features", d.features);
+  d.max_len = in.positive("data", "max_len", d.max_len);
+  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "chatml"});
+  d.num_workers = r.get_int("data", "num_workers", d.num_workers);
+  d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
+  if (d.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
+  return d;
+}
+
+// What the phase needs of the other sections is checked here, where the phase is read.
+TrainingSection read_training(SectionReader& in, const ModelSection& model, const DataSection& data, bool train) {
+  ConfigReader& r = in.r;
+  TrainingSection t;
+  t.stage = in.one_of("training", "stage", t.stage,
+                      {Phase::kLm, Phase::kGrounding, Phase::kGraphMatching, Phase::kTask});
+  const bool graph = is_graph_phase(t.stage);
+  const std::string stage = name_of(t.stage);
+  if (train) {
+    if (graph && data.instructions.empty())
+      r.reject("data", "instructions", "stage '" + stage + "' needs GraphGPT instruction records (graphtune data build)");
+    if (graph && model.path.empty())
+      r.reject("model", "path", "stage '" + stage + "' tunes graph tokens into an existing LLM: name it");
+  } else {
+    if (data.instructions.empty())
+      r.reject("data", "instructions", "eval needs GraphGPT instruction records to answer (graphtune data build --split test)");
+    if (model.path.empty()) r.reject("model", "path", "eval runs GraphGPT on an existing LLM: name it");
+  }
+  if (model.tokenizer == "train" && t.stage != Phase::kLm)
+    r.reject("model", "tokenizer", "\"train\" (a new vocabulary) is for stage 'lm' only; name the model's tokenizer or \"auto\"");
+  t.epochs = r.get_int("training", "epochs", t.epochs);
+  if (train && t.epochs < 0) r.reject("training", "epochs", "must be >= 0");
+  t.steps = r.get_int("training", "steps", graph ? 0 : t.steps);
+  if (train && (t.steps < 0 || (t.steps == 0 && (!graph || t.epochs == 0))))
+    r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
+  t.trainable = in.one_of("training", "trainable", t.trainable, {Trainable::kGraphGpt, Trainable::kProjector});
+  t.batch_size = in.positive("training", "batch_size", t.batch_size);
+  t.seq_len = in.positive("training", "seq_len", t.seq_len);
+  t.grad_accum_steps = in.positive("training", "grad_accum_steps", t.grad_accum_steps);
+  t.seed = r.get_int("training", "seed", t.seed);
+  t.max_grad_norm = in.in_range("training", "max_grad_norm", t.max_grad_norm, 0.0, 1e9);
+  t.log_every = in.positive("training", "log_every", t.log_every);
+  t.threads = r.get_int("training", "threads", t.threads);
+  t.activation_checkpointing = r.get_bool("training", "activation_checkpointing", t.activation_checkpointing);
+  if (t.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
+  t.on_nonfinite =
+      in.one_of("training", "on_nonfinite", t.on_nonfinite, {NonFinitePolicy::kSkipStep, NonFinitePolicy::kAbort});
+  t.max_skipped_in_a_row = in.positive("training", "max_skipped_in_a_row", t.max_skipped_in_a_row);
+  return t;
+}
+
+OptimizerSection read_optimizer(SectionReader& in) {
+  OptimizerSection o;
+  in.one_of_names("optimizer", "name", "adamw", {"adamw"});
+  o.lr = in.in_range("optimizer", "lr", o.lr, 0.0, 10.0);
+  o.weight_decay = in.in_range("optimizer", "weight_decay", o.weight_decay, 0.0, 10.0);
+  o.beta1 = in.in_range("optimizer", "beta1", o.beta1, 0.0, 0.999999);
+  o.beta2 = in.in_range("optimizer", "beta2", o.beta2, 0.0, 0.999999);
+  o.eps = in.in_range("optimizer", "eps", o.eps, 0.0, 1.0);
+  return o;
+}
+
+LrSchedulerSection read_lr_scheduler(SectionReader& in) {
+  LrSchedulerSection l;
+  in.one_of_names("lr_scheduler", "name", "cosine", {"cosine"});
+  l.warmup_ratio = in.in_range("lr_scheduler", "warmup_ratio", l.warmup_ratio, 0.0, 1.0);
+  l.min_lr_ratio = in.in_range("lr_scheduler", "min_lr_ratio", l.min_lr_ratio, 0.0, 1.0);
+  return l;
+}
+
+EvalSection read_eval(SectionReader& in, const JobSection& job) {
+  ConfigReader& r = in.r;
+  EvalSection e;
+  e.batch_size = in.positive("eval", "batch_size", e.batch_size);
+  e.max_new_tokens = in.positive("eval", "max_new_tokens", e.max_new_tokens);
+  e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
+  if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
+  e.text_only = r.get_bool("eval", "text_only", e.text_only);
+  return e;
+}
+
+// What can be checked without the world size or the model. The rest (the product against
+// mpirun's ranks, stages against decoder layers, the explicit partition's range) is
+// check_parallel_layout's, below.
+ParallelismSection read_parallelism(SectionReader& in, const TrainingSection& training, bool train) {
+  ConfigReader& r = in.r;
+  ParallelismSection p;
+  p.dp = in.positive("parallelism", "dp", p.dp);
+  p.pp = in.positive("parallelism", "pp", p.pp);
+  p.tp = in.positive("parallelism", "tp", p.tp);
+  p.schedule = in.one_of("parallelism", "schedule", p.schedule, {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB});
+  // Unset, the pipeline gets one micro-batch per stage: the fewest 1F1B accepts, so that
+  // `--parallelism.pp 2` alone is a working layout.
+  p.microbatches = in.positive("parallelism", "microbatches", p.pp);
+  const std::string partition = r.get_string("parallelism", "partition", "balanced");
+  if (partition != "balanced") p.partition = parse_layer_list(r, partition);
+  const int min_m = min_microbatches(p.schedule, static_cast<int>(std::min<int64_t>(p.pp, 1 << 30)));
+  if (train && p.microbatches < min_m)
+    r.reject("parallelism", "microbatches",
+             std::string(name_of(p.schedule)) + " needs at least as many micro-batches as pipeline stages: got " +
+                 std::to_string(p.microbatches) + " for pp " + std::to_string(p.pp) +
+                 " (raise it or use schedule = \"gpipe\")");
+  // [training].batch_size is the global micro-step batch: split over the dp replicas, then into the
+  // pipeline's micro-batches, so the layout never changes what a step computes.
+  if (train && training.batch_size % (p.dp * p.microbatches))
+    r.reject("parallelism", "microbatches",
+             "dp " + std::to_string(p.dp) + " x " + std::to_string(p.microbatches) +
+                 " micro-batches do not divide [training].batch_size " + std::to_string(training.batch_size));
+  p.bucket_mb = in.in_range("parallelism", "bucket_mb", p.bucket_mb, 1e-6, 1e6);
+  p.timeout_s = in.in_range("parallelism", "timeout_s", p.timeout_s, 0.0, 1e9);
+  p.backend = in.one_of("parallelism", "backend", p.backend, {Backend::kMpi, Backend::kNccl});
+  return p;
+}
+
+CheckpointSection read_checkpoint(SectionReader& in, const JobSection& job, const TrainingSection& training, bool train) {
+  ConfigReader& r = in.r;
+  CheckpointSection c;
+  c.every = r.get_int("checkpoint", "every", c.every);
+  if (c.every < 0) r.reject("checkpoint", "every", "must be >= 0 (0 = no checkpoints)");
+  c.keep_latest = r.get_int("checkpoint", "keep_latest", c.keep_latest);
+  if (c.keep_latest < 0) r.reject("checkpoint", "keep_latest", "must be >= 0 (0 = keep all)");
+  c.dir = r.get_string("checkpoint", "dir", job.out_dir + "/checkpoints");
+  if (c.dir.empty()) r.reject("checkpoint", "dir", "must not be empty");
+  c.save_frozen = r.get_bool("checkpoint", "save_frozen", c.save_frozen);
+  c.resume = r.get_string("checkpoint", "resume", c.resume);
+  if (train && (c.every > 0 || !c.resume.empty()) && training.stage == Phase::kGrounding)
+    r.reject("checkpoint", c.resume.empty() ? "every" : "resume",
+             "not supported yet: checkpoints of stage grounding (it runs in minutes; rerun it)");
+  return c;
+}
+
+// The whole reading and validation, on the reader of a file or of text, section by section in
+// the order their keys are checked.
+JobConfig read_from(ConfigReader r, const std::string& file,
+                    const std::vector<std::pair<std::string, std::string>>& overrides, ConfigUse use) {
+  const bool train = use == ConfigUse::kTrain;
+  for (const auto& [k, v] : overrides) r.apply_override(k, v);
+  SectionReader in{r};
+  JobConfig c;
+  c.file = file;
+  c.job = read_job(in);
+  c.model = read_model(in);
+  c.data = read_data(in);
+  c.training = read_training(in, c.model, c.data, train);
+  c.optimizer = read_optimizer(in);
+  c.lr_scheduler = read_lr_scheduler(in);
+  c.eval = read_eval(in, c.job);
+  c.parallelism = read_parallelism(in, c.training, train);
+  c.checkpoint = read_checkpoint(in, c.job, c.training, train);
+  r.finish();
+  return c;
+}
+
+}  // namespace
+
+std::string JobConfig::where(const std::string& section, const std::string& key) const {
+  return (file.empty() ? std::string("config") : file) + ": [" + section + "]" + (key.empty() ? "" : "." + key);
+}
+
+JobConfig read_job_config(const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides,
+                          ConfigUse use) {
+  return read_from(ConfigReader(path), path, overrides, use);
+}
+
+JobConfig read_job_config_text(const std::string& text, const std::string& name,
+                               const std::vector<std::pair<std::string, std::string>>& overrides, ConfigUse use) {
+  return read_from(ConfigReader::from_text(text, name), name, overrides, use);
+}
+
+void check_parallel_layout(const JobConfig& c, int world_size, int n_layers) {
+  const ParallelismSection& p = c.parallelism;
+  const int64_t ranks = p.dp * p.pp * p.tp;
+  const std::string at = c.file.empty() ? "" : c.file + ": ";
+  if (ranks != world_size)
+    fail(at + "[parallelism]", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
+                                   std::to_string(p.tp) + " = " + std::to_string(ranks) + " ranks, but the job has " +
+                                   std::to_string(world_size) + " (start it with mpirun -np " + std::to_string(ranks) +
+                                   ")");
+  if (p.pp > n_layers)
+    fail(at + "[parallelism].pp", std::to_string(p.pp) + " pipeline stages, but the model has only " +
+                                      std::to_string(n_layers) + " decoder layers (each stage needs at least one)");
+  if (!p.partition.empty()) check_explicit_partition(p.partition, static_cast<int>(p.pp), n_layers);
+}
+
+}  // namespace gt

@@ -1,0 +1,172 @@
+#pragma once
+// The job config of `graphtune train` and `graphtune eval`: one TOML file, one struct per
+// section in the torchtitan manner, every key overridable as --section.key VALUE. Read and
+// validated whole before anything is allocated; each error names the file (or the flag), the
+// key and what was expected. The closed sets are enums (config/names.hpp), and the defaults
+// that depend on other keys (runs/<name>, its eval/ and checkpoints/ folders) are filled in
+// where the file is read. Each component takes the sections it needs.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/names.hpp"
+
+namespace gt {
+
+// [job]
+struct JobSection {
+  std::string name = "graphtune";
+  std::string out_dir;  // default: runs/<name>
+};
+
+// [model] A model the user has (llama2.c .bin, Hugging Face folder, GGUF file or preset), or a
+// fresh one.
+struct ModelSection {
+  std::string path;
+  // "auto": the model's own tokenizer when [model].path is set, else the built-in byte
+  // tokenizer ("bytes"); or a tokenizer.model / llama2.c tokenizer file; or "train".
+  std::string tokenizer = "auto";
+  // tokenizer = "train" (phase lm, fresh model): a SentencePiece BPE tokenizer of this many
+  // pieces is trained on the phase's texts and saved with the model.
+  int64_t vocab_size = 1024;
+  int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
+  DType dtype = DType::kFp32;  // fp32 | bf16
+  // The graph phases: the graph encoder's weights ("" = fresh, seeded; a safetensors file or a
+  // torch.save'd dict, tensors under graph_encoder_prefix, e.g. "gnn." in the CLIP file) and
+  // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin,
+  // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
+  std::string graph_encoder, graph_encoder_prefix, projector;
+
+  bool bf16() const { return dtype == DType::kBf16; }
+};
+
+// [data]
+struct DataSection {
+  // Phase lm's corpus: "embedded" (the synthetic graph below), "graph" (the texts of
+  // [data].graph), or a text file (one document a line).
+  std::string source = "embedded";
+  int64_t seed = 42, nodes = 2000, classes = 7;  // the embedded generator's defaults
+  double noise = 0.4;
+  // The graph phases: instruction records (GraphGPT's JSON), the graph whose node features they
+  // index ("embedded", a graphtune text-graph folder or a Cora-ML folder) or a feature file,
+  // GraphGPT's model_max_length, and background threads preparing batches.
+  std::string instructions, graph = "embedded", features;
+  int64_t max_len = 2048, num_workers = 2;
+  // [data].template, how conversations are rendered and masked: "vicuna_v1_1" (GraphGPT's) or
+  // "chatml" (SmolLM2-Instruct's and other HF chat models'; data/chat_template.hpp).
+  std::string chat_template = "vicuna_v1_1";
+  // Drop invalid records (and, in the graph phases and eval, records whose nodes are not in the
+  // feature tables) with one line saying how many, instead of stopping at the first.
+  bool skip_invalid = false;
+};
+
+// [training]
+struct TrainingSection {
+  Phase stage = Phase::kLm;  // [training].stage
+  // steps = 0: epochs over the instruction records (GraphGPT: 3 for stage 1, 2 for stage 2).
+  int64_t steps = 200, epochs = 0, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
+  Trainable trainable = Trainable::kGraphGpt;
+  double max_grad_norm = 1.0;
+  int64_t log_every = 10, threads = 0;  // 0: all cores
+  // Recompute each decoder layer's activations in the backward pass instead of keeping them:
+  // less memory for one more forward of every layer.
+  bool activation_checkpointing = false;
+  // A step whose loss or gradient norm is NaN or infinite (a bad record, an overflow): with
+  // skip_step its update is not applied (all ranks skip the same step; counted and reported),
+  // and the run aborts once max_skipped_in_a_row steps in a row were skipped (a diverged
+  // model, not a bad batch); with abort the first one ends the run.
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::kSkipStep;
+  int64_t max_skipped_in_a_row = 5;
+};
+
+// [optimizer] AdamW
+struct OptimizerSection {
+  double lr = 3e-3, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+};
+
+// [lr_scheduler] linear warm-up, then cosine decay to min_lr_ratio * lr
+struct LrSchedulerSection {
+  double warmup_ratio = 0.03, min_lr_ratio = 0.0;
+};
+
+// [eval] `graphtune eval`: prompts per generation batch, the answer's token budget, and where
+// predictions.jsonl and metrics.json go (default: [job].out_dir + "/eval").
+struct EvalSection {
+  int64_t batch_size = 8, max_new_tokens = 32;
+  std::string out_dir;
+  // Answer from the text alone: the records' <graph> markers are dropped and no graph token
+  // is spliced (the baseline a graph model must beat).
+  bool text_only = false;
+};
+
+// [parallelism] The process grid (world = dp x pp x tp, see layout/process_grid.hpp and
+// docs/parallelism.md), the pipeline schedule, how many micro-batches [training].batch_size is
+// split into, and the pipeline partition. What needs the world size or the model is checked by
+// check_parallel_layout.
+struct ParallelismSection {
+  int64_t dp = 1, pp = 1, tp = 1;
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  int64_t microbatches = 1;  // unset in the config: pp
+  // The first decoder layer of each stage ([parallelism].partition = "0,6,12"); empty for
+  // "balanced", the partition by parameter count.
+  std::vector<int> partition;
+  // Data-parallel gradients are summed in buckets of this many MiB, each started as soon as its
+  // gradients are ready, so the reduction overlaps with the rest of backward (PyTorch DDP: 25).
+  double bucket_mb = 25;
+  // Seconds any one communication may wait for a peer before the job is aborted, naming the
+  // operation and the peer (a dead or stalled rank must not leave the others waiting forever).
+  double timeout_s = 300;
+  // mpi (CPU tensors, always built) or nccl (CUDA tensors; its library is loaded only when asked).
+  Backend backend = Backend::kMpi;
+};
+
+// [checkpoint] Sharded checkpoints (checkpoint/, docs/checkpoints.md) of the lm and graph
+// phases: every `every` optimizer steps and at the last one (0: none), into `dir` (default
+// <out_dir>/checkpoints), keeping the newest `keep_latest` committed ones (0: all). Frozen
+// weights (GraphGPT's LLM and encoder) are saved only with save_frozen; a resume reads them
+// from [model] as the saved run did. `resume` ("latest" or a checkpoint folder; `--resume` on
+// the command line) continues a run from its step, at this or another layout.
+struct CheckpointSection {
+  int64_t every = 0, keep_latest = 3;
+  std::string dir, resume;
+  bool save_frozen = false;
+};
+
+struct JobConfig {
+  std::string file;  // the TOML file ("" = defaults and overrides only)
+  JobSection job;
+  ModelSection model;
+  DataSection data;
+  TrainingSection training;
+  OptimizerSection optimizer;
+  LrSchedulerSection lr_scheduler;
+  EvalSection eval;
+  ParallelismSection parallelism;
+  CheckpointSection checkpoint;
+
+  // "FILE: [section].key" ("config: ..." without a file), for the errors that later checks
+  // raise about a setting.
+  std::string where(const std::string& section, const std::string& key) const;
+};
+
+// What the config is read for. Every key of every section is read (and type-checked) either
+// way, so one file serves both; kTrain checks what the phase needs to train ([training].steps,
+// a supported phase, records for a graph phase); kEval checks instead what evaluation needs
+// ([model].path and [data].instructions) and ignores the training-only requirements.
+enum class ConfigUse { kTrain, kEval };
+
+JobConfig read_job_config(const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides,
+                          ConfigUse use = ConfigUse::kTrain);
+// The same from TOML text; `name` stands for the file in errors and in JobConfig::file.
+JobConfig read_job_config_text(const std::string& text, const std::string& name,
+                               const std::vector<std::pair<std::string, std::string>>& overrides,
+                               ConfigUse use = ConfigUse::kTrain);
+
+// The checks of [parallelism] that need the number of ranks mpirun started and the model's
+// decoder layer count (read_job_config does the rest): dp*pp*tp must equal world_size, pp may
+// not exceed n_layers, and an explicit partition must fit the model. One-line InputError naming
+// [parallelism] and the numbers. Meant to run once, before any rank loads the model.
+void check_parallel_layout(const JobConfig& c, int world_size, int n_layers);
+
+}  // namespace gt
