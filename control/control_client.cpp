@@ -1,7 +1,7 @@
 // POSIX sockets rather than Boost.Asio: two threads use one socket (the trainer sends, the
 // background thread sends heartbeats and reads), which plain file descriptors allow and an asio
 // socket object does not; SO_SNDTIMEO bounds a send without an event loop; shutdown() wakes
-// the reading thread at exit; and graphtune_worker_lib gains no dependency.
+// the reading thread at exit; and the worker gains no dependency.
 #include "control/control_client.hpp"
 
 #include <fcntl.h>

@@ -7,7 +7,6 @@
 #include "parallel/parallel_runtime.hpp"
 #include "train/mixed_precision.hpp"
 #include "train/rank_report.hpp"
-#include "train/step_runner.hpp"
 
 namespace gt {
 
@@ -16,12 +15,6 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
                                          const std::function<void(const StepLog&)>& on_log,
                                          const TrainLoopHooks& hooks, bool report) {
   llm->set_activation_checkpointing(cfg.training.activation_checkpointing);
-  StepParams sp;
-  sp.trainable = params.decay;
-  sp.trainable.insert(sp.trainable.end(), params.no_decay.begin(), params.no_decay.end());
-  sp.tp_sharded = params.tp_sharded;
-  sp.tied = params.tied;
-
   const bool bf16 = cfg.model.bf16();
   const auto device = llm->embedding_weight().device().type();  // an emptied weight keeps its device
   StageModel stage;
@@ -36,7 +29,7 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
     if (!rt.last_stage()) return x;
     return llm->head_loss_sum(x, b.labels);
   };
-  StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, sp);
+  StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, params);
   auto log = run_train_loop(
       params.decay, params.no_decay, cfg.optimizer, cfg.lr_scheduler, cfg.training, steps,
       [&](int64_t step) { return runner.run(step, stage); }, [&] { return runner.grad_norm(); }, on_log, hooks);

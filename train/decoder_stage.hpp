@@ -15,6 +15,7 @@
 
 #include "config/job_config.hpp"
 #include "model/llama.hpp"
+#include "train/step_runner.hpp"
 #include "train/train_loop.hpp"
 
 namespace gt {
@@ -36,13 +37,6 @@ struct DecoderBatches {
   // (labels that are not -100, after the shift) and the real tokens they hold, on this rank.
   std::function<std::pair<int64_t, int64_t>(int64_t step)> load;
   std::function<DecoderMicroBatch(int64_t k, int64_t j)> micro;
-};
-
-// The parameters a phase trains on this rank: AdamW decays `decay` (matrices) and not
-// `no_decay`. Of them, `tp_sharded` are split over the tensor-parallel ranks and `tied` are held
-// by both ends of the pipeline (StepParams).
-struct TrainedParameters {
-  std::vector<torch::Tensor> decay, no_decay, tp_sharded, tied;
 };
 
 // Trains `steps` optimizer steps of this rank's stage of `llm` (decoder layers [rt.first_layer,

@@ -33,11 +33,13 @@ bool inject_nonfinite(int rank, int64_t step) {
 }  // namespace
 
 StepRunner::StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation,
-                       StepParams params)
-    : rt_(rt), parallelism_(parallelism), accumulation_(accumulation), params_(std::move(params)),
+                       const TrainedParameters& params)
+    : rt_(rt), parallelism_(parallelism), accumulation_(accumulation), params_(params),
       memory_(std::make_unique<CpuMemoryTracker>()) {
+  trainable_ = params_.decay;
+  trainable_.insert(trainable_.end(), params_.no_decay.begin(), params_.no_decay.end());
   if (rt_.shape.dp > 1)
-    reducer_ = std::make_unique<GradReducer>(*rt_.dp, params_.trainable,
+    reducer_ = std::make_unique<GradReducer>(*rt_.dp, trainable_,
                                              static_cast<int64_t>(parallelism_.bucket_mb * 1024 * 1024));
   if (rt_.shape.pp > 1) {
     const int p = rt_.shape.pp, m = static_cast<int>(parallelism_.microbatches);
@@ -105,9 +107,9 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
 
   if (inject_nonfinite(rt_.world_rank, step + 1)) {
     torch::NoGradGuard ng;
-    auto poisoned = std::find_if(params_.trainable.begin(), params_.trainable.end(),
+    auto poisoned = std::find_if(trainable_.begin(), trainable_.end(),
                                  [](const torch::Tensor& p) { return p.grad().defined(); });
-    if (poisoned != params_.trainable.end()) poisoned->mutable_grad().view(-1)[0].fill_(std::nan(""));
+    if (poisoned != trainable_.end()) poisoned->mutable_grad().view(-1)[0].fill_(std::nan(""));
     else local_loss = std::nan("");
   }
 
@@ -126,7 +128,7 @@ double StepRunner::grad_norm() const {
     return std::any_of(v.begin(), v.end(), [&](const torch::Tensor& x) { return x.is_same(t); });
   };
   double sq = 0;
-  for (const auto& p : params_.trainable) {
+  for (const auto& p : trainable_) {
     if (!p.grad().defined()) continue;
     const bool sharded = contains(params_.tp_sharded, p);
     if (!sharded && rt_.coord.tp != 0) continue;  // replicated over tp: count it once

@@ -40,8 +40,9 @@ struct StageModel {
   std::function<torch::Tensor(int64_t k, int64_t j, const torch::Tensor& input)> forward;
 };
 
-struct StepParams {
-  std::vector<torch::Tensor> trainable;  // everything this rank's optimizer updates
+// The parameters a phase trains on this rank: AdamW decays `decay` (matrices) and not `no_decay`.
+struct TrainedParameters {
+  std::vector<torch::Tensor> decay, no_decay;
   // Of those, the ones split over the tp ranks (each holds a different slice): their squares
   // count on every tp rank. The rest are replicated over tp and count on shard 0 only.
   std::vector<torch::Tensor> tp_sharded;
@@ -53,7 +54,8 @@ struct StepParams {
 class StepRunner {
  public:
   // `accumulation`: the optimizer step's gradient-accumulation chunks ([training].grad_accum_steps).
-  StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation, StepParams params);
+  StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation,
+             const TrainedParameters& params);
   ~StepRunner();
 
   // Forward and backward of step `step` (gradients must be zero on entry). Returns the global
@@ -77,7 +79,8 @@ class StepRunner {
   ParallelRuntime& rt_;
   const ParallelismSection& parallelism_;
   int64_t accumulation_;
-  StepParams params_;
+  TrainedParameters params_;
+  std::vector<torch::Tensor> trainable_;  // decay and no_decay: everything the optimizer updates
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<PipelineExecutor> executor_;
   int peak_in_flight_ = 0;

@@ -1,7 +1,7 @@
 #pragma once
-// The optimizer loop every stage shares: AdamW (decay on matrices only), linear warm-up +
+// The optimizer loop every phase shares: AdamW (decay on matrices only), linear warm-up +
 // cosine decay, gradient accumulation, gradient-norm clipping, and a log line every
-// log_every steps. A stage supplies only its micro-step: forward, loss, backward.
+// log_every steps. A phase supplies only its step: forward, loss, backward.
 #include <cstdint>
 #include <exception>
 #include <functional>
