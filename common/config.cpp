@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -21,6 +22,32 @@ static const char* type_name(const toml::value& v) {
     case toml::value_t::table: return "table";
     default: return "date/time";
   }
+}
+
+// toml11 3.7 saturates an integer literal beyond int64 to INT64_MAX or INT64_MIN: whether a value
+// at either limit really was written so is read off its text (decimal with an optional sign, or
+// 0x / 0o / 0b; underscores between digits).
+static bool integer_text_overflows(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
+  bool negative = false;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    negative = text[0] == '-';
+    text.erase(0, 1);
+  }
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'o' || text[1] == 'b')) {
+    base = text[1] == 'x' ? 16 : text[1] == 'o' ? 8 : 2;
+    text.erase(0, 2);
+  }
+  const unsigned __int128 limit = static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max()) + (negative ? 1 : 0);
+  unsigned __int128 value = 0;
+  for (char c : text) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0 || d >= base) return false;  // not an integer literal: toml11 has judged it
+    value = value * static_cast<unsigned>(base) + static_cast<unsigned>(d);
+    if (value > limit) return true;
+  }
+  return false;
 }
 
 // Names and values from the file may hold any character a quoted TOML key or string can ("a\nb"):
@@ -198,7 +225,16 @@ int64_t ConfigReader::get_int(const std::string& section, const std::string& key
   const toml::value* v = find(section, key);
   if (!v) return dflt;
   if (!v->is_integer()) reject(section, key, std::string("expected an integer, got ") + type_name(*v));
-  return v->as_integer();
+  const int64_t n = v->as_integer();
+  if (n == std::numeric_limits<int64_t>::max() || n == std::numeric_limits<int64_t>::min()) {
+    const toml::source_location loc = v->location();
+    const std::string& line = loc.line_str();
+    const size_t at = loc.column() > 0 ? loc.column() - 1 : 0;
+    const std::string text = at < line.size() ? line.substr(at, loc.region()) : std::string();
+    if (integer_text_overflows(text))
+      reject(section, key, printable(text) + " is out of range: an integer from -9223372036854775808 to 9223372036854775807");
+  }
+  return n;
 }
 
 double ConfigReader::get_float(const std::string& section, const std::string& key, double dflt) {

@@ -33,8 +33,10 @@ class ConfigReader {
   // Errors for keys and sections that were never asked for.
   void finish() const;
 
-  // "FILE: [section].key" for error messages.
+  // "FILE: [section].key" for error messages ("command line --section.key" for an override).
   std::string where(const std::string& section, const std::string& key) const;
+  // The "section.key" names given as overrides.
+  const std::set<std::string>& overridden() const { return overridden_; }
   [[noreturn]] void reject(const std::string& section, const std::string& key, const std::string& problem) const;
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
@@ -10,9 +11,23 @@
 namespace gt {
 namespace {
 
+// The most ranks along one axis of the layout, and micro-batches: far above any cluster, and so
+// that their products stay exact in 64 bits.
+constexpr int64_t kMaxLayoutAxis = int64_t{1} << 20;
+// What the code keeps in 32 bits (counts of nodes and classes, checkpoints kept, epochs).
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+// Threads of one rank (OpenMP's, the data workers'): far above any machine's cores.
+constexpr int64_t kMaxThreads = 4096;
+
 // The typed reads every section shares, on top of ConfigReader's: ranges, and names of a set.
 struct SectionReader {
   ConfigReader& r;
+
+  // `v`, already read from [s].k, when it is at most `max`.
+  int64_t at_most(const char* s, const char* k, int64_t v, int64_t max) {
+    if (v > max) r.reject(s, k, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
+    return v;
+  }
 
   int64_t positive(const char* s, const char* k, int64_t dflt) {
     const int64_t v = r.get_int(s, k, dflt);
@@ -113,8 +128,8 @@ DataSection read_data(SectionReader& in) {
   DataSection d;
   d.source = r.get_string("data", "source", d.source);
   d.seed = r.get_int("data", "seed", d.seed);
-  d.nodes = in.positive("data", "nodes", d.nodes);
-  d.classes = in.positive("data", "classes", d.classes);
+  d.nodes = in.at_most("data", "nodes", in.positive("data", "nodes", d.nodes), kMaxInt32);
+  d.classes = in.at_most("data", "classes", in.positive("data", "classes", d.classes), kMaxInt32);
   d.noise = in.in_range("data", "noise", d.noise, 0.0, 1.0);
   d.instructions = r.get_string("data", "instructions", d.instructions);
   d.graph = r.get_string("data", "graph", d.graph);
@@ -124,6 +139,7 @@ DataSection read_data(SectionReader& in) {
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
   if (d.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
+  in.at_most("data", "num_workers", d.num_workers, kMaxThreads);
   return d;
 }
 
@@ -149,6 +165,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
     r.reject("model", "tokenizer", "\"train\" (a new vocabulary) is for stage 'lm' only; name the model's tokenizer or \"auto\"");
   t.epochs = r.get_int("training", "epochs", t.epochs);
   if (train && t.epochs < 0) r.reject("training", "epochs", "must be >= 0");
+  in.at_most("training", "epochs", t.epochs, kMaxInt32);
   t.steps = r.get_int("training", "steps", graph ? 0 : t.steps);
   if (train && (t.steps < 0 || (t.steps == 0 && (!graph || t.epochs == 0))))
     r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
@@ -162,6 +179,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   t.threads = r.get_int("training", "threads", t.threads);
   t.activation_checkpointing = r.get_bool("training", "activation_checkpointing", t.activation_checkpointing);
   if (t.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
+  in.at_most("training", "threads", t.threads, kMaxThreads);
   t.on_nonfinite =
       in.one_of("training", "on_nonfinite", t.on_nonfinite, {NonFinitePolicy::kSkipStep, NonFinitePolicy::kAbort});
   t.max_skipped_in_a_row = in.positive("training", "max_skipped_in_a_row", t.max_skipped_in_a_row);
@@ -198,33 +216,23 @@ EvalSection read_eval(SectionReader& in, const JobSection& job) {
   return e;
 }
 
-// What can be checked without the world size or the model. The rest (the product against
-// mpirun's ranks, stages against decoder layers, the explicit partition's range) is
-// check_parallel_layout's, below.
-ParallelismSection read_parallelism(SectionReader& in, const TrainingSection& training, bool train) {
+// Each key alone. The layout as a whole (its ranks against mpirun's, its stages against the
+// model's layers, its micro-batches against the schedule and the batch) is
+// check_parallel_layout's, below, so that the most basic of several problems is the one named.
+ParallelismSection read_parallelism(SectionReader& in) {
   ConfigReader& r = in.r;
   ParallelismSection p;
-  p.dp = in.positive("parallelism", "dp", p.dp);
-  p.pp = in.positive("parallelism", "pp", p.pp);
-  p.tp = in.positive("parallelism", "tp", p.tp);
+  // Bounded far above any cluster, so that dp x pp x tp x microbatches stays exact in 64 bits.
+  p.dp = in.at_most("parallelism", "dp", in.positive("parallelism", "dp", p.dp), kMaxLayoutAxis);
+  p.pp = in.at_most("parallelism", "pp", in.positive("parallelism", "pp", p.pp), kMaxLayoutAxis);
+  p.tp = in.at_most("parallelism", "tp", in.positive("parallelism", "tp", p.tp), kMaxLayoutAxis);
   p.schedule = in.one_of("parallelism", "schedule", p.schedule, {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB});
   // Unset, the pipeline gets one micro-batch per stage: the fewest 1F1B accepts, so that
   // `--parallelism.pp 2` alone is a working layout.
-  p.microbatches = in.positive("parallelism", "microbatches", p.pp);
+  p.microbatches =
+      in.at_most("parallelism", "microbatches", in.positive("parallelism", "microbatches", p.pp), kMaxLayoutAxis);
   const std::string partition = r.get_string("parallelism", "partition", "balanced");
   if (partition != "balanced") p.partition = parse_layer_list(r, partition);
-  const int min_m = min_microbatches(p.schedule, static_cast<int>(std::min<int64_t>(p.pp, 1 << 30)));
-  if (train && p.microbatches < min_m)
-    r.reject("parallelism", "microbatches",
-             std::string(name_of(p.schedule)) + " needs at least as many micro-batches as pipeline stages: got " +
-                 std::to_string(p.microbatches) + " for pp " + std::to_string(p.pp) +
-                 " (raise it or use schedule = \"gpipe\")");
-  // [training].batch_size is the global micro-step batch: split over the dp replicas, then into the
-  // pipeline's micro-batches, so the layout never changes what a step computes.
-  if (train && training.batch_size % (p.dp * p.microbatches))
-    r.reject("parallelism", "microbatches",
-             "dp " + std::to_string(p.dp) + " x " + std::to_string(p.microbatches) +
-                 " micro-batches do not divide [training].batch_size " + std::to_string(training.batch_size));
   p.bucket_mb = in.in_range("parallelism", "bucket_mb", p.bucket_mb, 1e-6, 1e6);
   p.timeout_s = in.in_range("parallelism", "timeout_s", p.timeout_s, 0.0, 1e9);
   p.backend = in.one_of("parallelism", "backend", p.backend, {Backend::kMpi, Backend::kNccl});
@@ -238,6 +246,7 @@ CheckpointSection read_checkpoint(SectionReader& in, const JobSection& job, cons
   if (c.every < 0) r.reject("checkpoint", "every", "must be >= 0 (0 = no checkpoints)");
   c.keep_latest = r.get_int("checkpoint", "keep_latest", c.keep_latest);
   if (c.keep_latest < 0) r.reject("checkpoint", "keep_latest", "must be >= 0 (0 = keep all)");
+  in.at_most("checkpoint", "keep_latest", c.keep_latest, kMaxInt32);
   c.dir = r.get_string("checkpoint", "dir", job.out_dir + "/checkpoints");
   if (c.dir.empty()) r.reject("checkpoint", "dir", "must not be empty");
   c.save_frozen = r.get_bool("checkpoint", "save_frozen", c.save_frozen);
@@ -264,9 +273,10 @@ JobConfig read_from(ConfigReader r, const std::string& file,
   c.optimizer = read_optimizer(in);
   c.lr_scheduler = read_lr_scheduler(in);
   c.eval = read_eval(in, c.job);
-  c.parallelism = read_parallelism(in, c.training, train);
+  c.parallelism = read_parallelism(in);
   c.checkpoint = read_checkpoint(in, c.job, c.training, train);
   r.finish();
+  c.overridden = r.overridden();
   return c;
 }
 
@@ -274,6 +284,11 @@ JobConfig read_from(ConfigReader r, const std::string& file,
 
 std::string JobConfig::where(const std::string& section, const std::string& key) const {
   return (file.empty() ? std::string("config") : file) + ": [" + section + "]" + (key.empty() ? "" : "." + key);
+}
+
+std::string JobConfig::origin(const std::string& section, const std::string& key) const {
+  if (overridden.count(section + "." + key)) return "command line --" + section + "." + key;
+  return where(section, key);
 }
 
 JobConfig read_job_config(const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides,
@@ -299,6 +314,18 @@ void check_parallel_layout(const JobConfig& c, int world_size, int n_layers) {
     fail(at + "[parallelism].pp", std::to_string(p.pp) + " pipeline stages, but the model has only " +
                                       std::to_string(n_layers) + " decoder layers (each stage needs at least one)");
   if (!p.partition.empty()) check_explicit_partition(p.partition, static_cast<int>(p.pp), n_layers);
+  if (p.microbatches < min_microbatches(p.schedule, static_cast<int>(p.pp)))
+    fail(c.origin("parallelism", "microbatches"),
+         std::string(name_of(p.schedule)) + " needs at least as many micro-batches as pipeline stages: got " +
+             std::to_string(p.microbatches) + " for pp " + std::to_string(p.pp) +
+             " (raise it or use schedule = \"gpipe\")");
+  // [training].batch_size is the global micro-step batch: split over the dp replicas, then into the
+  // pipeline's micro-batches, so the layout never changes what a step computes.
+  const int64_t batch = c.training.batch_size;
+  if (batch % (p.dp * p.microbatches))
+    fail(c.origin("parallelism", "microbatches"),
+         "dp " + std::to_string(p.dp) + " x " + std::to_string(p.microbatches) +
+             " micro-batches do not divide [training].batch_size " + std::to_string(batch));
 }
 
 }  // namespace gt

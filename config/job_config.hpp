@@ -6,6 +6,7 @@
 // that depend on other keys (runs/<name>, its eval/ and checkpoints/ folders) are filled in
 // where the file is read. Each component takes the sections it needs.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,9 +146,13 @@ struct JobConfig {
   ParallelismSection parallelism;
   CheckpointSection checkpoint;
 
+  std::set<std::string> overridden;  // the "section.key" names given on the command line
+
   // "FILE: [section].key" ("config: ..." without a file), for the errors that later checks
   // raise about a setting.
   std::string where(const std::string& section, const std::string& key) const;
+  // The same as the reader names it: "command line --section.key" for an override.
+  std::string origin(const std::string& section, const std::string& key) const;
 };
 
 // What the config is read for. Every key of every section is read (and type-checked) either

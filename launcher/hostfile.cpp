@@ -19,7 +19,6 @@
 namespace gt {
 namespace {
 
-constexpr int kMaxSlots = 1 << 20;  // far above any machine; keeps the sums in an int
 
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r");
@@ -79,13 +78,13 @@ void parse_keyword(const std::string& where, const std::string& word, Host& host
   if (key == "slots") {
     if (saw_slots) fail(where, "slots= is given twice for host '" + host.name + "'");
     if (!parse_count(value, n) || n < 1 || n > kMaxSlots)
-      fail(where, "slots must be a positive integer, got '" + value + "'");
+      fail(where, "slots must be an integer from 1 to " + std::to_string(kMaxSlots) + ", got '" + value + "'");
     host.slots = n;
     saw_slots = true;
   } else if (key == "max_slots" || key == "max-slots") {
     if (host.max_slots != 0) fail(where, key + "= is given twice for host '" + host.name + "'");
     if (!parse_count(value, n) || n < 1 || n > kMaxSlots)
-      fail(where, key + " must be a positive integer, got '" + value + "'");
+      fail(where, key + " must be an integer from 1 to " + std::to_string(kMaxSlots) + ", got '" + value + "'");
     host.max_slots = n;
   } else {
     fail(where, "unknown keyword '" + key + "' (a hostfile line is: HOST [slots=N] [max_slots=M])");

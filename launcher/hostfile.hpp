@@ -15,6 +15,9 @@
 
 namespace gt {
 
+// The most slots (and max_slots) a host may have: far above any machine; keeps the sums in an int.
+inline constexpr int kMaxSlots = 1 << 20;
+
 struct Host {
   std::string name;
   int slots = 1;

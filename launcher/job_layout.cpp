@@ -7,7 +7,9 @@
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "formats/model_config.hpp"
 #include "launcher/hostfile.hpp"
+#include "launcher/memory_plan.hpp"
 
 namespace gt {
 
@@ -26,6 +28,27 @@ void apply_flag(Overrides& o, const std::string& flag, const std::string& key, c
   if (const std::string* v = find_override(o, key); v && *v != value)
     fail(flag + " " + value, "contradicts --" + key + " " + *v);
   set_override(o, key, value);
+}
+
+// Without a hostfile every rank runs on this host: its cores are its slots, and mpirun
+// oversubscribes them (a test's 4 ranks on 2 cores) as far as memory holds the ranks' baseline
+// (the planner's, before any model). Beyond that `ranks` is a typo or wants other hosts.
+void check_local_ranks(int64_t ranks, const std::string& where) {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const double per_rank = cpu_baseline_bytes(2);
+  const int64_t fit = std::max<int64_t>(cores, static_cast<int64_t>(memory / per_rank));
+  if (ranks <= fit) return;
+  fail(where, "this host has " + std::to_string(cores) + " slot" + (cores == 1 ? "" : "s") + " (cores) and memory for " +
+                  std::to_string(fit) + " ranks at most (" + gib(memory) + ", about " + gib(per_rank) +
+                  " a rank before its model); more ranks need more hosts (--hostfile)");
+}
+
+// The layout against the model (formats/: its config alone) and the ranks, as the worker will
+// check it: here, before anything starts, whatever the number of ranks.
+void check_layout_against_model(const JobConfig& cfg, int ranks) {
+  const int64_t n_layers = cfg.model.path.empty() ? cfg.model.n_layers : read_model_config(cfg.model.path).n_layers;
+  check_parallel_layout(cfg, ranks, static_cast<int>(n_layers));
 }
 
 }  // namespace
@@ -64,6 +87,8 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
   if (!f.hostfile.empty()) {
     hosts = filter_hosts(read_hostfile(f.hostfile), f.include, f.exclude);
     if (f.np) check_fits(hosts, f.np, "--np");
+  } else if (f.np) {
+    check_local_ranks(f.np, "--np " + std::to_string(f.np));
   }
   JobConfig cfg = read_job_config(f.config, L.overrides, use);
   // --np alone sets the data-parallel degree (the torchrun habit): np = dp x pp x tp.
@@ -113,9 +138,11 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
   } else {
     if (!f.include.empty() || !f.exclude.empty())
       fail(f.include.empty() ? "--exclude" : "--include", "needs --hostfile (it selects hosts of the hostfile)");
+    check_local_ranks(L.np, "dp x pp x tp = " + std::to_string(L.np) + " ranks");
     L.ranks_per_host = L.np;
     L.oversubscribe = L.np > cores;
   }
+  if (use == ConfigUse::kTrain) check_layout_against_model(cfg, L.np);
   // Each rank gets its share of the cores unless the config says otherwise: OpenMP threads of
   // ranks on one host that add up to more than its cores slow every rank down.
   if (cfg.training.threads == 0 && !find_override(L.overrides, "training.threads")) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "checkpoint/checkpoint_dir.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -42,6 +43,15 @@ void add_common_flags(CLI::App* sub, LaunchFlags& f) {
   sub->add_option("--mpirun-args", f.mpirun_args, "more mpirun arguments, e.g. \"--mca plm_rsh_agent ssh\"");
 }
 
+// A count flag given as 0 would read as not given, and a negative --max-restarts as none: both
+// are refused as written.
+void check_count_flags(const CLI::App* sub, const LaunchFlags& f) {
+  for (const auto& [flag, v] : {std::pair{"--np", f.np}, {"--dp", f.dp}, {"--pp", f.pp}, {"--tp", f.tp},
+                                {"--microbatches", f.microbatches}})
+    if (sub->count(flag) > 0 && v < 1) fail(std::string(flag) + " " + std::to_string(v), "must be at least 1");
+  if (f.max_restarts < 0) fail("--max-restarts " + std::to_string(f.max_restarts), "must be at least 0");
+}
+
 Overrides user_overrides(const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   Overrides o = take_overrides(extra, rest);
@@ -73,6 +83,9 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
   if (skip) set_override(user, "data.skip_invalid", "true");
   JobSpec spec = worker_job("train", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kTrain);
+  // A resume needs a committed checkpoint to resume from: found now, not after the ranks start.
+  const CheckpointSection& checkpoint = spec.layout.cfg.checkpoint;
+  if (!checkpoint.resume.empty()) ckpt::resolve_checkpoint(checkpoint.dir, checkpoint.resume);
   spec.run_dir = spec.layout.cfg.job.out_dir;
   spec.checkpointed = true;
   spec.resume_command = resume_command(argc, argv, {"--resume", "latest"});
@@ -109,6 +122,7 @@ void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
     sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many");
     sub->allow_extras();
     sub->callback([sub, f, resume, skip, argc, argv, &exit_code] {
+      check_count_flags(sub, *f);
       exit_code = run_train(*f, sub->remaining(), *resume, *skip, argc, argv);
     });
   }
@@ -135,6 +149,7 @@ void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
     sub->add_flag("--resume", *resume, "skip the finished stages and resume the first unfinished one from its newest checkpoint");
     sub->allow_extras();
     sub->callback([sub, f, resume, argc, argv, &exit_code] {
+      check_count_flags(sub, *f);
       exit_code = run_pipeline(*f, sub->remaining(), *resume, argc, argv);
     });
   }

@@ -18,6 +18,9 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
+// --gpus bounds: far above any job, so that sizes and counts stay exact.
+constexpr long kMaxGpus = 65536;
+constexpr double kMaxGpuGiB = 1 << 20;
 
 // --- Calibration (CPU), measured once on the 2-core build machine, OMP_NUM_THREADS=1, with the
 // worker's own "peak RSS" line (getrusage ru_maxrss), see docs/plan.md:
@@ -142,25 +145,34 @@ Devices parse_gpus(const std::string& spec) {
   if (x == std::string::npos || x == 0 || x + 1 >= spec.size())
     fail(where, "expected COUNTxSIZE, e.g. 2x24GB");
   Devices d;
+  // Plain digits for the count, a plain decimal for the size: "2.5x", "+2x", "1e400GB" and
+  // overflow are each named with the range they fall outside.
+  const std::string count = spec.substr(0, x);
+  const bool digits = count.size() <= 9 && count.find_first_not_of("0123456789") == std::string::npos;
+  const long n = digits ? std::stol(count) : -1;
+  if (!digits || n < 1 || n > kMaxGpus)
+    fail(where, "expected COUNTxSIZE: the GPU count must be a positive integer from 1 to " + std::to_string(kMaxGpus) +
+                    ", got '" + count + "'");
+  d.count = static_cast<int>(n);
+  std::string size = spec.substr(x + 1);
+  double unit = kGiB;  // GB is read as GiB, as nvidia-smi's "24GB" cards hold 24 GiB
+  for (const char* suffix : {"GiB", "GB", "G"})
+    if (ends_with(size, suffix)) {
+      size.resize(size.size() - std::string(suffix).size());
+      break;
+    }
+  double v = -1;
   try {
     size_t used = 0;
-    const std::string count = spec.substr(0, x);
-    const long n = std::stol(count, &used);
-    if (used != count.size() || n < 1 || n > 65536) fail(where, "the GPU count must be a positive integer");
-    d.count = static_cast<int>(n);
-    std::string size = spec.substr(x + 1);
-    double unit = kGiB;  // GB is read as GiB, as nvidia-smi's "24GB" cards hold 24 GiB
-    for (const char* suffix : {"GiB", "GB", "G"})
-      if (ends_with(size, suffix)) {
-        size.resize(size.size() - std::string(suffix).size());
-        break;
-      }
-    const double v = std::stod(size, &used);
-    if (used != size.size() || !(v > 0) || !std::isfinite(v)) fail(where, "the memory per GPU must be positive, e.g. 24GB");
-    d.bytes_each = v * unit;
-  } catch (const std::logic_error&) {  // stol/stod: no number at all
-    fail(where, "expected COUNTxSIZE with positive numbers, e.g. 2x24GB");
+    v = std::stod(size, &used);
+    if (used != size.size()) v = -1;
+  } catch (const std::logic_error&) {  // stod: no number at all, or beyond a double
+    v = -1;
   }
+  if (!(v > 0) || !(v <= kMaxGpuGiB))
+    fail(where, "the memory per GPU must be positive, at most " + std::to_string(static_cast<long long>(kMaxGpuGiB)) +
+                    " GiB, e.g. 24GB; got '" + spec.substr(x + 1) + "'");
+  d.bytes_each = v * unit;
   return d;
 }
 

@@ -45,11 +45,10 @@ PlanJob job_from_config(const JobConfig& cfg, Layout& layout) {
   job.seq = graph ? cfg.data.max_len : cfg.training.seq_len + 1;
   layout = Layout{static_cast<int>(cfg.parallelism.dp), static_cast<int>(cfg.parallelism.pp), static_cast<int>(cfg.parallelism.tp)};
   job.microbatches = cfg.parallelism.microbatches;
-  const int64_t split = cfg.parallelism.dp * cfg.parallelism.microbatches;
-  if (cfg.training.batch_size % split != 0)
-    fail(cfg.file + ": [training].batch_size", std::to_string(cfg.training.batch_size) + " does not split into dp x microbatches = " +
-                                                   std::to_string(split) + " equal micro-batches");
-  job.micro_batch = cfg.training.batch_size / split;
+  // The layout the config asks for, checked as the worker checks it (its micro-batches divide the
+  // batch, its stages fit the model's layers).
+  check_parallel_layout(cfg, layout.dp * layout.pp * layout.tp, static_cast<int>(job.model.n_layers));
+  job.micro_batch = cfg.training.batch_size / (cfg.parallelism.dp * cfg.parallelism.microbatches);
   job.bf16 = cfg.model.bf16();
   job.checkpointing = cfg.training.activation_checkpointing;
   job.trainable = cfg.training.trainable;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sys/stat.h>
@@ -87,6 +88,31 @@ TEST(Config, TrainConfigValidatesWholeBeforeUse) {
 }
 
 // [data].template: vicuna_v1_1 (GraphGPT's) unless chatml is asked for; nothing else.
+// toml11 saturates an integer literal beyond int64 to the limit: the reader refuses it instead,
+// from the file or an override, in any base; the limits themselves, written so, are integers.
+TEST(Config, IntegersBeyondInt64AreRefused) {
+  auto error = [](const std::string& text, const std::vector<std::pair<std::string, std::string>>& overrides) {
+    return gt::test::input_error_of([&] { gt::read_job_config_text(text, "big.toml", overrides); });
+  };
+  const std::string range = "is out of range: an integer from -9223372036854775808 to 9223372036854775807";
+  EXPECT_EQ(error("[training]\nsteps = 99999999999999999999\n", {}),
+            "big.toml: [training].steps: 99999999999999999999 " + range);
+  EXPECT_EQ(error("[training]\nseed = -9_223_372_036_854_775_809\n", {}),
+            "big.toml: [training].seed: -9_223_372_036_854_775_809 " + range);
+  EXPECT_EQ(error("[training]\nseed = 0x1_0000_0000_0000_0000\n", {}),
+            "big.toml: [training].seed: 0x1_0000_0000_0000_0000 " + range);
+  EXPECT_EQ(error("", {{"training.steps", "99999999999999999999"}}),
+            "command line --training.steps: 99999999999999999999 " + range);
+  EXPECT_EQ(gt::read_job_config_text("[training]\nseed = 9223372036854775807\n", "big.toml", {}).training.seed,
+            INT64_MAX);
+  EXPECT_EQ(gt::read_job_config_text("[training]\nseed = -9223372036854775808\n", "big.toml", {}).training.seed,
+            INT64_MIN);
+  // What the code keeps in fewer bits is bounded where it is read.
+  EXPECT_EQ(error("[data]\nnum_workers = 3000000000\n", {}), "big.toml: [data].num_workers: must be at most 4096, got 3000000000");
+  EXPECT_EQ(error("[checkpoint]\nkeep_latest = 3000000000\n", {}),
+            "big.toml: [checkpoint].keep_latest: must be at most 2147483647, got 3000000000");
+}
+
 TEST(Config, DataTemplateIsVicunaOrChatML) {
   auto p = write_tmp("tmpl.toml", "[data]\ntemplate = \"chatml\"\n");
   EXPECT_EQ(gt::read_job_config(p, {}).data.chat_template, "chatml");

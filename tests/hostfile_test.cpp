@@ -71,7 +71,7 @@ TEST_F(HostfileTest, UnknownKeyword) {
 TEST_F(HostfileTest, SlotsMustBeAPositiveInteger) {
   for (const char* bad : {"0", "-1", "2.5", "", "two", "+2", "99999999999"})
     EXPECT_EQ(error_of(std::string("# x\na slots=") + bad + "\n"),
-              std::string("FILE:2: slots must be a positive integer, got '") + bad + "'")
+              std::string("FILE:2: slots must be an integer from 1 to 1048576, got '") + bad + "'")
         << bad;
 }
 
@@ -80,7 +80,7 @@ TEST_F(HostfileTest, MaxSlotsBelowSlots) {
 }
 
 TEST_F(HostfileTest, MaxSlotsMustBeAPositiveInteger) {
-  EXPECT_EQ(error_of("a slots=1 max_slots=0\n"), "FILE:1: max_slots must be a positive integer, got '0'");
+  EXPECT_EQ(error_of("a slots=1 max_slots=0\n"), "FILE:1: max_slots must be an integer from 1 to 1048576, got '0'");
 }
 
 TEST_F(HostfileTest, SlotsGivenTwice) {
@@ -300,7 +300,7 @@ TEST(HostfileText, ReadsWhatTheFileReaderReadsAndNamesTheGivenPath) {
   EXPECT_EQ(hf.total_slots(), 6);
   EXPECT_EQ(hf.format, gt::Hostfile::kOpenMPI);
   EXPECT_EQ(input_error_of([] { gt::read_hostfile_text("a slots=0\n", "given.txt"); }),
-            "given.txt:1: slots must be a positive integer, got '0'");
+            "given.txt:1: slots must be an integer from 1 to 1048576, got '0'");
 }
 
 }  // namespace

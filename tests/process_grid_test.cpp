@@ -159,6 +159,7 @@ TEST(Partition, ExplicitListErrors) {
 TEST(GridLayout, CheckParallelLayout) {
   gt::JobConfig c;
   c.parallelism.dp = 2, c.parallelism.pp = 2, c.parallelism.tp = 1;
+  c.parallelism.microbatches = 2;  // 1F1B runs no fewer than its stages
   EXPECT_NO_THROW(gt::check_parallel_layout(c, 4, 4));
   auto msg = one_line_error([&] { gt::check_parallel_layout(c, 2, 4); });
   EXPECT_EQ(msg, "[parallelism]: dp 2 x pp 2 x tp 1 = 4 ranks, but the job has 2 (start it with mpirun -np 4)");
@@ -205,23 +206,30 @@ TEST(Config, ParallelismKeys) {
 }
 
 TEST(Config, ParallelismErrors) {
-  auto msg = one_line_error([] {
-    gt::read_job_config("", {{"parallelism.pp", "4"}, {"parallelism.microbatches", "2"}});
-  });
+  // The micro-batches are the layout's as a whole: checked with the ranks and the layers, after
+  // the stages against the layers, and named as the reader names the key.
+  auto layout_error = [](const std::vector<std::pair<std::string, std::string>>& overrides, int ranks) {
+    return one_line_error([&] { gt::check_parallel_layout(gt::read_job_config("", overrides), ranks, 8); });
+  };
+  auto msg = layout_error({{"parallelism.pp", "4"}, {"parallelism.microbatches", "2"}}, 4);
   EXPECT_NE(msg.find("--parallelism.microbatches: 1f1b needs at least as many micro-batches as pipeline stages: "
                      "got 2 for pp 4"),
             std::string::npos) << msg;
-  msg = one_line_error([] {
-    gt::read_job_config("", {{"training.batch_size", "6"}, {"parallelism.microbatches", "4"}});
-  });
+  msg = layout_error({{"training.batch_size", "6"}, {"parallelism.microbatches", "4"}}, 1);
   EXPECT_NE(msg.find("--parallelism.microbatches: dp 1 x 4 micro-batches do not divide [training].batch_size 6"),
             std::string::npos) << msg;
   // The global batch is split over the replicas too.
-  msg = one_line_error([] {
-    gt::read_job_config("", {{"training.batch_size", "6"}, {"parallelism.dp", "4"}});
-  });
+  msg = layout_error({{"training.batch_size", "6"}, {"parallelism.dp", "4"}}, 4);
   EXPECT_NE(msg.find("[parallelism].microbatches: dp 4 x 1 micro-batches do not divide [training].batch_size 6"),
             std::string::npos) << msg;
+  // More stages than the model has layers is the more basic problem, and comes first.
+  msg = layout_error({{"parallelism.pp", "9"}}, 9);
+  EXPECT_NE(msg.find("[parallelism].pp: 9 pipeline stages, but the model has only 8 decoder layers"), std::string::npos)
+      << msg;
+  EXPECT_NO_THROW(gt::read_job_config("", {{"parallelism.pp", "4"}, {"parallelism.microbatches", "2"}}));
+  // Integers beyond what the layout keeps exact.
+  msg = one_line_error([] { gt::read_job_config("", {{"parallelism.dp", "2000000"}}); });
+  EXPECT_NE(msg.find("--parallelism.dp: must be at most 1048576, got 2000000"), std::string::npos) << msg;
   msg = one_line_error([] { gt::read_job_config("", {{"parallelism.backend", "gloo"}}); });
   EXPECT_NE(msg.find("--parallelism.backend: 'gloo' is not one of: mpi, nccl"), std::string::npos) << msg;
   msg = one_line_error([] { gt::read_job_config("", {{"parallelism.tp", "0"}}); });

@@ -27,6 +27,7 @@ void check_hosts(const gt::Hostfile& hf) {
   long total = 0;
   for (const gt::Host& h : hf.hosts) {
     FUZZ_CHECK(h.slots >= 1, "a host without slots");
+    FUZZ_CHECK(h.slots <= gt::kMaxSlots && h.max_slots <= gt::kMaxSlots, "slots beyond their range accepted");
     FUZZ_CHECK(h.max_slots == 0 || h.max_slots >= h.slots, "max_slots below slots");
     FUZZ_CHECK(gt::device_ids(h).size() == static_cast<size_t>(h.slots), "device ids differ from slots");
     total += h.slots;
