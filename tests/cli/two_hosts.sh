@@ -50,12 +50,15 @@ check "no orted or agent left after the job" none_left_within 5
 # in, so every context repeats the forwarded names (mixing -x with --mca mca_base_env_list,
 # which would apply to all, is refused by OpenMPI).
 SHOW='echo $OMPI_COMM_WORLD_RANK $GRAPHTUNE_FAKE_HOST ${GT_PROBE:-unset} ${CUDA_VISIBLE_DEVICES:-unset}'
-GT_PROBE=forwarded "${MPIRUN[@]}" "${TWO_HOSTS[@]}" -np 2 bash -c "$SHOW" >"$TMP/no_x.out" 2>&1
+# stdout alone: under load mpirun may warn on stderr, which is not what the ranks saw.
+GT_PROBE=forwarded "${MPIRUN[@]}" "${TWO_HOSTS[@]}" -np 2 bash -c "$SHOW" >"$TMP/no_x.out" 2>"$TMP/no_x.err"
 GT_PROBE=forwarded "${MPIRUN[@]}" "${TWO_HOSTS[@]}" -np 2 --host nodeA:2 -x GT_PROBE -x CUDA_VISIBLE_DEVICES=0,2 \
   bash -c "$SHOW" : -np 2 --host nodeB:2 -x GT_PROBE -x CUDA_VISIBLE_DEVICES=1 bash -c "$SHOW" >"$TMP/x.out" 2>&1
+sort "$TMP/no_x.out" | sed 's/^/    without -x: rank, host, GT_PROBE, CUDA_VISIBLE_DEVICES: /'
 sort "$TMP/x.out" | sed 's/^/    rank, host, GT_PROBE, CUDA_VISIBLE_DEVICES: /'
 check "without -x a variable of mpirun's does not reach the ranks" \
   [ "$(sort "$TMP/no_x.out" | tr '\n' ' ')" = "0 nodeA unset unset 1 nodeA unset unset " ]
+sed 's/^/    without -x, mpirun said: /' "$TMP/no_x.err"
 check "with -x it does, and each host's app context sets its own CUDA_VISIBLE_DEVICES" \
   [ "$(sort "$TMP/x.out" | tr '\n' ' ')" = "0 nodeA forwarded 0,2 1 nodeA forwarded 0,2 2 nodeB forwarded 1 3 nodeB forwarded 1 " ]
 
