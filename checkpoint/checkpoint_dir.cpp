@@ -58,12 +58,11 @@ std::vector<StepFolder> step_folders(const std::string& root) {
 // Makes a rename or an unlink in `folder` durable.
 void fsync_folder(const std::string& folder) {
   const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail(folder, errno_text("cannot open folder to fsync it"));
+  if (fd < 0) fail_io(folder, "cannot open folder to fsync it");
   const int rc = ::fsync(fd);
   const int saved = errno;
   ::close(fd);
-  errno = saved;
-  if (rc != 0) fail(folder, errno_text("fsync failed"));
+  if (rc != 0) fail_io(folder, "fsync failed", saved);
 }
 
 // Checkpoint folders are flat: their files, then the folder. index.json goes first, so that a
@@ -74,9 +73,9 @@ void delete_checkpoint_folder(const std::string& folder) {
   std::stable_partition(names.begin(), names.end(), [](const std::string& n) { return n == kIndexFile; });
   for (const auto& name : names) {
     const std::string path = join_path(folder, name);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail(path, errno_text("cannot delete"));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail_io(path, "cannot delete");
   }
-  if (::rmdir(folder.c_str()) != 0 && errno != ENOENT) fail(folder, errno_text("cannot delete folder"));
+  if (::rmdir(folder.c_str()) != 0 && errno != ENOENT) fail_io(folder, "cannot delete folder");
 }
 
 }  // namespace
@@ -134,10 +133,10 @@ void commit_index(const std::string& folder, const Index& index) {
   // A saver's bug shows here, at save time, rather than as a checkpoint that no load accepts.
   parse_index(text, path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(tmp, errno_text("cannot create"));
+  if (fd < 0) fail_io(tmp, "cannot create");
   try {
     write_all(fd, text.data(), text.size(), tmp);
-    if (::fsync(fd) != 0) fail(tmp, errno_text("fsync failed"));
+    if (::fsync(fd) != 0) fail_io(tmp, "fsync failed");
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -147,8 +146,7 @@ void commit_index(const std::string& folder, const Index& index) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(tmp.c_str());
-    errno = saved;
-    fail(path, errno_text("cannot rename into place"));
+    fail_io(path, "cannot rename into place", saved);
   }
   fsync_folder(folder);
 }

@@ -19,7 +19,7 @@ void write_all(int fd, const char* data, size_t n, const std::string& path) {
   while (n > 0) {
     const ssize_t w = ::write(fd, data, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail(path, errno_text("write failed"));
+    if (w < 0) fail_io(path, "write failed");
     data += w;
     n -= size_t(w);
   }

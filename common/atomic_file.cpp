@@ -14,7 +14,7 @@ namespace gt {
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   tmp_ = path_ + ".tmp." + std::to_string(::getpid());
   f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) fail(path_, std::string("cannot create: ") + std::strerror(errno));
+  if (!f_) fail_io(path_, "cannot create");
 }
 
 AtomicFile::~AtomicFile() {
@@ -25,18 +25,17 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, size_t n) {
-  if (n && std::fwrite(data, 1, n, f_) != n)
-    fail(path_, std::string("write failed: ") + std::strerror(errno));
+  if (n && std::fwrite(data, 1, n, f_) != n) fail_io(path_, "write failed");
 }
 
 void AtomicFile::commit() {
-  if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0)
-    fail(path_, std::string("write failed: ") + std::strerror(errno));
+  if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) fail_io(path_, "write failed");
   std::fclose(f_);
   f_ = nullptr;
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp_.c_str());
-    fail(path_, std::string("cannot rename into place: ") + std::strerror(errno));
+    fail_io(path_, "cannot rename into place", err);
   }
 }
 

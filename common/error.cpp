@@ -1,6 +1,8 @@
 #include "common/error.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "common/printable.hpp"
@@ -21,12 +23,21 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+void fail_io(const std::string& path, const std::string& operation) { fail_io(path, operation, errno); }
+
+void fail_io(const std::string& path, const std::string& operation, int err) {
+  throw EnvironmentError(path, operation + ": " + std::strerror(err));
+}
+
 int run_main(const char* program, int (*body)(int, char**), int argc, char** argv) {
   try {
     return body(argc, argv);
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s: error: %s\n", program, e.what());
     return kExitInputError;
+  } catch (const EnvironmentError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return kExitRunFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", program, e.what());
     return 1;

@@ -60,8 +60,11 @@ void make_dirs(const std::string& p) {
   for (size_t i = 1; i <= p.size(); ++i) {
     if (i != p.size() && p[i] != '/') continue;
     const std::string prefix = p.substr(0, i);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      fail(prefix, std::string("cannot create folder: ") + std::strerror(errno));
+    if (::mkdir(prefix.c_str(), 0755) == 0 || errno == EEXIST) continue;
+    // A file where the path needs a folder is the path's problem (the user's input); anything
+    // else (no permission, a read-only or full file system, a vanished parent) the machine's.
+    if (errno == ENOTDIR) fail(prefix, std::string("cannot create folder: ") + std::strerror(errno));
+    fail_io(prefix, "cannot create folder");
   }
   if (!is_directory(p)) fail(p, "exists and is not a folder");
 }

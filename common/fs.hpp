@@ -11,7 +11,9 @@ bool path_exists(const std::string& p);  // lstat: a dangling link exists too
 bool is_directory(const std::string& p);
 bool is_empty_directory(const std::string& p);  // false when p cannot be read
 void remove_tree(const std::string& p);  // rm -rf; no error when absent
-void make_dirs(const std::string& p);    // mkdir -p; InputError naming the path on failure
+// mkdir -p. A path that runs through a file is an InputError naming it; a folder the machine
+// refuses to make (permission, read-only, full) is an EnvironmentError.
+void make_dirs(const std::string& p);
 std::vector<std::string> list_dir(const std::string& dir);  // names, without . and .., sorted
 std::string join_path(const std::string& dir, const std::string& name);
 std::string parent_path(const std::string& p);  // "." for "name", "/" for "/name"

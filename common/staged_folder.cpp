@@ -45,7 +45,7 @@ StagedFolder::StagedFolder(std::string dir, ReplaceRule rule)
   if (!is_directory(parent_path(dir_))) fail(dir_, "parent folder does not exist");
   tmp_ = dir_ + ".tmp." + std::to_string(::getpid());
   remove_tree(tmp_);  // a leftover of a crashed run with the same pid
-  if (::mkdir(tmp_.c_str(), 0755) != 0) fail(tmp_, std::string("cannot create folder: ") + std::strerror(errno));
+  if (::mkdir(tmp_.c_str(), 0755) != 0) fail_io(tmp_, "cannot create folder");
 }
 
 StagedFolder::~StagedFolder() {
@@ -62,13 +62,12 @@ void StagedFolder::commit() {
   if (path_exists(dir_)) {
     old = dir_ + ".old." + std::to_string(::getpid());
     remove_tree(old);  // a leftover of a crashed run with the same pid
-    if (::rename(dir_.c_str(), old.c_str()) != 0)
-      fail(dir_, std::string("cannot move the existing folder aside: ") + std::strerror(errno));
+    if (::rename(dir_.c_str(), old.c_str()) != 0) fail_io(dir_, "cannot move the existing folder aside");
   }
   if (::rename(tmp_.c_str(), dir_.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+    const int err = errno;
     if (!old.empty()) ::rename(old.c_str(), dir_.c_str());  // put the old one back
-    fail(dir_, "cannot rename the new folder into place: " + why);
+    fail_io(dir_, "cannot rename the new folder into place", err);
   }
   committed_ = true;
   fsync_dir(parent_path(dir_));

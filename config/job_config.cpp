@@ -90,6 +90,7 @@ JobSection read_job(SectionReader& in) {
   j.name = in.r.get_string("job", "name", j.name);
   if (j.name.empty()) in.r.reject("job", "name", "must not be empty");
   j.out_dir = in.r.get_string("job", "out_dir", "runs/" + j.name);
+  j.overwrite = in.r.get_bool("job", "overwrite", j.overwrite);
   return j;
 }
 

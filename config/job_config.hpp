@@ -19,6 +19,9 @@ namespace gt {
 struct JobSection {
   std::string name = "graphtune";
   std::string out_dir;  // default: runs/<name>
+  // A folder holding an earlier run's committed work (checkpoints, a finished phase's outputs) is
+  // refused unless the job resumes that run or this is set (`--overwrite`): then it is cleared.
+  bool overwrite = false;
 };
 
 // [model] A model the user has (llama2.c .bin, Hugging Face folder, GGUF file or preset), or a

@@ -24,6 +24,7 @@ struct LaunchFlags {
   double heartbeat_s = 2, heartbeat_timeout_s = 30;
   int max_restarts = 0;
   bool dry_run = false;
+  bool overwrite = false;  // --overwrite: = --job.overwrite true
 };
 
 using Overrides = std::vector<std::pair<std::string, std::string>>;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/run_folder.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -80,12 +81,14 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
               char** argv) {
   Overrides user = user_overrides(extra);
   if (!resume.empty()) set_override(user, "checkpoint.resume", resume);
+  if (f.overwrite) set_override(user, "job.overwrite", "true");
   if (skip) set_override(user, "data.skip_invalid", "true");
   JobSpec spec = worker_job("train", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kTrain);
   // A resume needs a committed checkpoint to resume from: found now, not after the ranks start.
-  const CheckpointSection& checkpoint = spec.layout.cfg.checkpoint;
-  if (!checkpoint.resume.empty()) ckpt::resolve_checkpoint(checkpoint.dir, checkpoint.resume);
+  const JobConfig& cfg = spec.layout.cfg;
+  if (!cfg.checkpoint.resume.empty()) ckpt::resolve_checkpoint(cfg.checkpoint.dir, cfg.checkpoint.resume);
+  check_run_folder(cfg.job.out_dir, cfg.checkpoint.dir, !cfg.checkpoint.resume.empty(), cfg.job.overwrite);
   spec.run_dir = spec.layout.cfg.job.out_dir;
   spec.checkpointed = true;
   spec.resume_command = resume_command(argc, argv, {"--resume", "latest"});
@@ -119,6 +122,8 @@ void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
     add_parallel_flags(sub, *f);
     sub->add_option("--resume", *resume,
                     "continue from a checkpoint: \"latest\" or its folder (= --checkpoint.resume)");
+    sub->add_flag("--overwrite", f->overwrite,
+                  "replace the run folder's earlier run, checkpoints and outputs (= --job.overwrite true)");
     sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many");
     sub->allow_extras();
     sub->callback([sub, f, resume, skip, argc, argv, &exit_code] {
@@ -147,6 +152,7 @@ void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
     add_common_flags(sub, *f);
     add_parallel_flags(sub, *f);
     sub->add_flag("--resume", *resume, "skip the finished stages and resume the first unfinished one from its newest checkpoint");
+    sub->add_flag("--overwrite", f->overwrite, "replace the pipeline folder's earlier pipeline (= --job.overwrite true)");
     sub->allow_extras();
     sub->callback([sub, f, resume, argc, argv, &exit_code] {
       check_count_flags(sub, *f);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/run_folder.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -75,6 +76,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     if (!route("stage1", stage1) && !route("stage2", stage2) && !route("eval", eval))
       common.emplace_back(k, v);
   }
+  if (f.overwrite) set_override(common, "job.overwrite", "true");
   // "eval." is also a section of the job config ([eval].batch_size ...): --eval.batch_size 4
   // stays a common override; --eval.SECTION.KEY goes to the evaluation alone.
   for (auto it = eval.begin(); it != eval.end();)
@@ -151,10 +153,29 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
       const int rc = preflight(worker, s.spec.worker_args[2], s.spec.layout);
       if (rc != 0) return rc;
     }
+  // An earlier pipeline's work in the stages' folders is continued (--resume) or replaced
+  // (--overwrite), never silently mixed with this one's. Only the stages' own folders count:
+  // the pipeline's folder may hold other things (a demo keeps its warm-up runs there).
+  const bool overwrite = steps.front().spec.layout.cfg.job.overwrite;
+  auto checkpoint_dir = [](const Step& s) { return s.train ? s.spec.layout.cfg.checkpoint.dir : std::string(); };
+  if (!resume && !overwrite) {
+    std::vector<std::string> work;
+    for (const Step& s : steps)
+      for (const std::string& w : committed_work(s.spec.run_dir, checkpoint_dir(s)))
+        work.push_back(w.front() == '/' ? w : s.spec.run_dir.substr(p.out_dir.size() + 1) + "/" + w);
+    if (!work.empty()) refuse_committed_work(p.out_dir, work, "--resume continues it, --overwrite replaces it");
+  }
   if (f.dry_run) {
     for (const Step& s : steps) std::fputs(dry_run_text(s.spec, s.flags).c_str(), stdout);
     return 0;
   }
+  const RunFolderLock lock(p.out_dir, "graphtune pipeline");
+  if (!lock.taken_over().empty())
+    std::printf("graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n", p.out_dir.c_str(),
+                RunFolderLock::kFile, lock.taken_over().c_str());
+  if (overwrite && !resume)
+    for (const Step& s : steps)
+      if (is_directory(s.spec.run_dir)) clear_run_folder(s.spec.run_dir, checkpoint_dir(s));
 
   std::vector<std::vector<std::string>> rows;
   for (Step& s : steps) {
@@ -164,8 +185,10 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
       rows.push_back({s.spec.title, "skipped", "", s.spec.run_dir});
       continue;
     }
-    if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint.dir).empty())
+    if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint.dir).empty()) {
       set_override(s.spec.layout.overrides, "checkpoint.resume", "latest");
+      s.spec.layout.cfg.checkpoint.resume = "latest";
+    }
     std::printf("graphtune: pipeline: %s\n", s.spec.title.c_str());
     std::fflush(stdout);
     const auto t0 = std::chrono::steady_clock::now();

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/run_folder.hpp"
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -152,8 +153,19 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
     return std::make_unique<control::Server>(flags.control_host, flags.control_port, token, "--control-port");
   };
   std::unique_ptr<control::Server> server = listen();
-  // A job its workers reject leaves nothing behind: the folder goes again if this run made it.
+  // A job its workers reject leaves nothing behind: the folder goes again if this run made it
+  // and nothing in it was committed.
   const bool made_run_dir = !path_exists(spec.run_dir);
+  const RunFolderLock lock(spec.run_dir, "graphtune " + spec.title);  // one job a folder
+  if (!lock.taken_over().empty())
+    std::printf("graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n", spec.run_dir.c_str(),
+                RunFolderLock::kFile, lock.taken_over().c_str());
+  const JobConfig& cfg = spec.layout.cfg;
+  const std::string checkpoint_dir = spec.checkpointed ? cfg.checkpoint.dir : "";
+  if (spec.checkpointed) {
+    check_run_folder(spec.run_dir, checkpoint_dir, !cfg.checkpoint.resume.empty(), cfg.job.overwrite);
+    if (cfg.job.overwrite && cfg.checkpoint.resume.empty()) clear_run_folder(spec.run_dir, checkpoint_dir);
+  }
   make_dirs(spec.run_dir + "/logs");
   const std::string log_path = spec.run_dir + "/logs/workers.log";
   RunView view(spec.run_dir, !spec.layout.cfg.checkpoint.resume.empty(), spec.layout.cfg.training.log_every);
@@ -214,7 +226,7 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
           if (why.empty()) std::fprintf(stderr, "%s", log_tail(log_path, 12).c_str());
           std::fprintf(stderr, "graphtune: error: %s\n", why.empty() ? "a worker rejected its input" : why.c_str());
         }
-        if (made_run_dir) remove_tree(spec.run_dir);
+        if (made_run_dir) remove_uncommitted_run(spec.run_dir, checkpoint_dir, view.saw_steps());
         return kExitInputError;
       }
       case JobOutcome::kStopped: {

@@ -34,6 +34,8 @@ class RunView {
   // row per rank (host, local rank, device, status, peak RSS), the skipped steps, and the
   // control messages dropped.
   void print_summary(const std::string& title, const JobResult& res) const;
+  // Whether the workers reported a step (a job rejected before its first one wrote nothing).
+  bool saw_steps() const { return steps_seen_ > 0; }
 
  private:
   MetricsLog& metrics();

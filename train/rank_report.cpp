@@ -64,9 +64,10 @@ TrainLogFile::TrainLogFile(const std::string& dir, int64_t resumed_at) {
       if (std::sscanf(line.c_str(), "{\"step\":%lld", &step) == 1 && step <= resumed_at) kept += line + "\n";
     }
   }
+  path_ = path;
   f_ = std::fopen(path.c_str(), "w");
-  if (f_ && !kept.empty()) std::fputs(kept.c_str(), f_);
-  if (!f_) fail(path, "cannot open for writing");
+  if (!f_) fail_io(path, "cannot open for writing");
+  if (!kept.empty() && (std::fputs(kept.c_str(), f_) < 0 || std::fflush(f_) != 0)) fail_io(path, "write failed");
 }
 
 TrainLogFile::~TrainLogFile() {
@@ -90,7 +91,7 @@ void TrainLogFile::write(const StepLog& l) {
                json_number(l.grad_norm, 17).c_str(), json_number(l.tokens_per_s, 6).c_str());
   if (l.skipped) std::fprintf(f_, ",\"skipped\":%lld", static_cast<long long>(l.skipped));
   std::fputs("}\n", f_);
-  std::fflush(f_);
+  if (std::fflush(f_) != 0 || std::ferror(f_)) fail_io(path_, "write failed");
 }
 
 }  // namespace gt

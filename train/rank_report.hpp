@@ -35,6 +35,7 @@ class TrainLogFile {
 
  private:
   std::FILE* f_ = nullptr;
+  std::string path_;
 };
 
 }  // namespace gt

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -86,6 +87,16 @@ void add_shard(ckpt::Index& index, const nlohmann::json& j) {
 // resume: a job restarted by the launcher inherits the variable, and must get past that step.
 bool killed_in_save(int rank, int64_t step) {
   const char* v = std::getenv("GRAPHTUNE_TEST_KILL_IN_SAVE");
+  if (!v) return false;
+  return std::to_string(rank) + ":" + std::to_string(step) == v;
+}
+
+// Fault injection for the tests: GRAPHTUNE_TEST_DISK_FULL_IN_SAVE=RANK:STEP fails that rank's
+// shard write of that step's checkpoint as a full disk does (ENOSPC), in a run that did not
+// resume: what a failed write leaves behind, and a resume after it, are then testable without a
+// small file system.
+bool disk_full_in_save(int rank, int64_t step) {
+  const char* v = std::getenv("GRAPHTUNE_TEST_DISK_FULL_IN_SAVE");
   if (!v) return false;
   return std::to_string(rank) + ":" + std::to_string(step) == v;
 }
@@ -318,6 +329,8 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
   const auto generator = at::detail::getDefaultCPUGenerator().get_state();
   mine.push_back({"rng/rank_" + std::to_string(rt_.world_rank), generator, generator.sizes().vec(), {}});
 
+  if (first_step_ == 0 && disk_full_in_save(rt_.world_rank, step))
+    fail_io(join_path(folder, ckpt::shard_file_name(rt_.world_rank)), "write failed", ENOSPC);
   const ckpt::WrittenShard shard = ckpt::write_shard(folder, rt_.world_rank, mine);
   const double write_s = seconds_since(t0);
   if (first_step_ == 0 && killed_in_save(rt_.world_rank, step)) std::raise(SIGKILL);

@@ -84,7 +84,7 @@ WrittenShard write_shard(const std::string& folder, int rank, const std::vector<
   const uint64_t data_start = prefix.size();
 
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, errno_text("cannot create"));
+  if (fd < 0) fail_io(path, "cannot create");
   uint32_t crc = crc32_start();
   try {
     write_all(fd, prefix.data(), prefix.size(), path);
@@ -103,13 +103,13 @@ WrittenShard write_shard(const std::string& folder, int rank, const std::vector<
       out.tensors[it.saved->key] = std::move(entry);
       at += it.nbytes;
     }
-    if (::fsync(fd) != 0) fail(path, errno_text("fsync failed"));
+    if (::fsync(fd) != 0) fail_io(path, "fsync failed");
   } catch (...) {
     ::close(fd);
     ::unlink(path.c_str());
     throw;
   }
-  if (::close(fd) != 0) fail(path, errno_text("close failed"));
+  if (::close(fd) != 0) fail_io(path, "close failed");
   out.file.bytes = data_start + offset;
   out.file.crc32 = crc;
   return out;

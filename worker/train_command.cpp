@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <memory>
 
+#include "checkpoint/run_folder.hpp"
 #include "comm/world.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
@@ -61,6 +63,34 @@ int run_phase(const JobConfig& cfg, const World& world) {
   return 1;
 }
 
+// Without the launcher (mpirun started the worker itself), rank 0 takes the run folder as the
+// launcher would: refused while it holds an earlier run's committed work (checked on every rank
+// alike), locked for this job, cleared with [job].overwrite. The lock's holder is rank 0's alone:
+// when another job holds it, rank 0 ends the others too. The others wait for it, so that nothing
+// they write goes with the earlier run.
+std::unique_ptr<RunFolderLock> take_run_folder(const JobConfig& cfg, const World& world) {
+  if (control::connected()) return nullptr;  // the launcher holds it
+  const bool resume = !cfg.checkpoint.resume.empty();
+  check_run_folder(cfg.job.out_dir, cfg.checkpoint.dir, resume, cfg.job.overwrite);
+  std::unique_ptr<RunFolderLock> lock;
+  if (world.rank() == 0) {
+    try {
+      lock = std::make_unique<RunFolderLock>(cfg.job.out_dir, "graphtune-worker train");
+      if (!lock->taken_over().empty())
+        std::fprintf(stderr, "graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n",
+                     cfg.job.out_dir.c_str(), RunFolderLock::kFile, lock->taken_over().c_str());
+      if (cfg.job.overwrite && !resume) clear_run_folder(cfg.job.out_dir, cfg.checkpoint.dir);
+    } catch (const InputError& e) {
+      if (world.size() == 1) throw;
+      std::fprintf(stderr, "graphtune: error: rank 0: %s\n", e.what());
+      std::fflush(stderr);
+      world.abort(kExitInputError);
+    }
+  }
+  world.barrier();
+  return lock;
+}
+
 JobConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
@@ -78,6 +108,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     control::connect(world.rank(), world.size());  // when the launcher started this job
     JobConfig cfg = read_job(config_path, extra);
     check_job(cfg, world.size());
+    const std::unique_ptr<RunFolderLock> lock = take_run_folder(cfg, world);
     const int rc = run_phase(cfg, world);
     control::report_done();
     return rc;
@@ -103,7 +134,15 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     // Every rank stops at the same step: each says so and leaves; exit 1, not "internal".
     control::report_error(e.what());
     std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
-    return 1;
+    return kExitRunFailed;
+  } catch (const EnvironmentError& e) {
+    // A write the machine refused (a full disk): the run failed, its input did not. One rank's
+    // alone, while the others may wait for it in a collective: it names itself and ends the job.
+    control::report_error(e.what());
+    if (world.size() == 1) throw;
+    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
+    std::fflush(stderr);
+    world.abort(kExitRunFailed);
   } catch (const std::exception& e) {
     control::report_error(std::string("internal error: ") + e.what());
     if (world.size() == 1) throw;
@@ -128,19 +167,23 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto skip = std::make_shared<bool>(false);
   auto resume = std::make_shared<std::string>();
   auto check_world = std::make_shared<int>(0);
+  auto overwrite = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("train", "train from a TOML config; any key overridable as --section.key VALUE");
   sub->add_option("-c,--config", *config, "TOML job config (configs/)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
   sub->add_option("--resume", *resume,
                   "continue from a checkpoint: \"latest\" (the newest committed one) or its folder "
                   "(= --checkpoint.resume)");
+  sub->add_flag("--overwrite", *overwrite,
+                "replace the run folder's earlier run, checkpoints and outputs (= --job.overwrite true)");
   sub->add_option("--check-world", *check_world,
                   "check the config and the layout for this many ranks, then exit (the launcher's preflight)")
       ->group("");
   sub->allow_extras();
-  sub->callback([sub, config, skip, resume, check_world, &exit_code] {
+  sub->callback([sub, config, skip, resume, check_world, overwrite, &exit_code] {
     auto extra = sub->remaining();
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
+    if (*overwrite) extra.insert(extra.end(), {"--job.overwrite", "true"});
     if (!resume->empty()) extra.insert(extra.end(), {"--checkpoint.resume", *resume});
     exit_code = *check_world > 0 ? check_train(*config, extra, *check_world) : run_train(*config, extra);
   });
