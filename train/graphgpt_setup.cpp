@@ -77,13 +77,12 @@ std::string sibling(const std::string& file, const std::string& name) {
 
 GraphGptSetup build_graphgpt(const JobConfig& cfg) {
   GraphGptSetup s;
-  const std::string where = cfg.file.empty() ? std::string("config") : cfg.file;
   // Cheap checks first: the LLM's config and its tokenizer.
   LlamaConfig mc = read_model_config(cfg.model.path);
   if (cfg.data.max_len > mc.max_seq_len)
-    fail(where + ": [data].max_len", std::to_string(cfg.data.max_len) + " exceeds the context of " + cfg.model.path + " (" +
+    fail(cfg.where("data", "max_len"), std::to_string(cfg.data.max_len) + " exceeds the context of " + cfg.model.path + " (" +
                                          std::to_string(mc.max_seq_len) + " positions)");
-  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, where + ": [model].tokenizer"));
+  s.tokenizer = load_tokenizer(resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, cfg.where("model", "tokenizer")));
   check_tokenizer_vocab(*s.tokenizer, static_cast<int32_t>(mc.vocab_size));
   if (!cfg.model.projector.empty() && !path_exists(cfg.model.projector)) fail(cfg.model.projector, "cannot open (missing or unreadable)");
   const std::string projector_checkpoint =

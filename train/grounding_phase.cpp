@@ -24,7 +24,7 @@ int run_grounding_phase(const JobConfig& cfg) {
   opts.lr = cfg.optimizer.lr;
   opts.weight_decay = cfg.optimizer.weight_decay;
   opts.seed = static_cast<uint64_t>(cfg.training.seed);
-  if (auto p = opts.problem(); !p.empty()) fail(cfg.file + ": [training]", p);
+  if (auto p = opts.problem(); !p.empty()) fail(cfg.where("training", ""), p);
 
   GraphEncoder encoder;
   if (cfg.model.graph_encoder.empty()) {

@@ -129,7 +129,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   if (cfg.model.projector.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
-  const ChatTemplate tmpl = chat_template_named(cfg.data.chat_template, cfg.file + ": [data].template");
+  const ChatTemplate tmpl = chat_template_named(cfg.data.chat_template, cfg.where("data", "template"));
   const int32_t stop_id = chat_stop_id(tmpl, *s.tokenizer);  // where each answer ends
   std::vector<GraphExample> examples;
   examples.reserve(records.size());

@@ -163,7 +163,7 @@ nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
 //   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
 //   llama2.c / byte tokenizers: tokenizer.bin with the added pieces.
 std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, const std::string& dir) {
-  const std::string source = resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, cfg.file + ": model.tokenizer");
+  const std::string source = resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, cfg.where("model", "tokenizer"));
   const std::string folder = parent_path(source);
   auto copy_beside = [&](const char* name) {
     if (path_exists(join_path(folder, name))) copy_file(join_path(folder, name), join_path(dir, name));

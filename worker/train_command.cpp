@@ -30,7 +30,7 @@ namespace {
 // rank (same files, same flags), so only rank 0 says it.
 void check_job(const JobConfig& cfg, int world_size) {
   if (cfg.parallelism.backend == Backend::kNccl)
-    fail(cfg.file + ": [parallelism].backend", "not supported yet: training on the nccl backend (the trainers run on "
+    fail(cfg.where("parallelism", "backend"), "not supported yet: training on the nccl backend (the trainers run on "
                                                "CPU tensors; use \"mpi\")");
   int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
   if (!cfg.model.path.empty()) {
@@ -41,14 +41,14 @@ void check_job(const JobConfig& cfg, int world_size) {
   check_parallel_layout(cfg, world_size, static_cast<int>(n_layers));
   const bool graph_phase = is_graph_phase(cfg.training.stage);
   if (cfg.parallelism.tp > 1 && !graph_phase)
-    fail(cfg.file + ": [parallelism].tp", std::to_string(cfg.parallelism.tp) + ": tensor parallelism splits GraphGPT's projector, "
+    fail(cfg.where("parallelism", "tp"), std::to_string(cfg.parallelism.tp) + ": tensor parallelism splits GraphGPT's projector, "
                                           "which stage " + std::string(name_of(cfg.training.stage)) + " does not have (use dp or pp)");
   if (cfg.parallelism.tp > 1 && dim % cfg.parallelism.tp)
-    fail(cfg.file + ": [parallelism].tp", std::to_string(cfg.parallelism.tp) + " does not divide the projector's output, the LLM "
+    fail(cfg.where("parallelism", "tp"), std::to_string(cfg.parallelism.tp) + " does not divide the projector's output, the LLM "
                                           "hidden size " + std::to_string(dim));
   find_resume_point(cfg);  // the checkpoint to resume from exists, is committed, and is this run's
   if (world_size > 1 && cfg.training.stage == Phase::kGrounding)
-    fail(cfg.file + ": [training].stage", "not supported yet: grounding on " + std::to_string(world_size) +
+    fail(cfg.where("training", "stage"), "not supported yet: grounding on " + std::to_string(world_size) +
                                               " ranks (run it with one)");
 }
 
