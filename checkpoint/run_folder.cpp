@@ -23,8 +23,8 @@ constexpr const char* kOutputs[] = {"model/config.json", "graph_projector.bin", 
 
 bool is_step_folder(const std::string& name) { return name.rfind("step_", 0) == 0; }
 
-// The run folder's committed work below `dir` (named `rel` in messages), a few levels down: a
-// pipeline's folder holds its stages' folders, and those their checkpoints.
+// The run folder's committed work below `dir` (named `rel` in messages), a few levels down: the
+// checkpoints folder, an evaluation's folder, and such folders a user nests in it.
 void find_work(const std::string& dir, const std::string& rel, int depth, std::vector<std::string>& out) {
   for (const char* output : kOutputs)
     if (path_exists(join_path(dir, output))) out.push_back(rel + output);
@@ -99,6 +99,13 @@ RunFolderLock::RunFolderLock(const std::string& run_dir, const std::string& what
                          now_text() + ": " + what + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
     fail_io(path_, "write failed");
+}
+
+void RunFolderLock::say_taken_over(std::FILE* out) const {
+  if (previous_.empty()) return;
+  std::fprintf(out, "graphtune: %s was left by a job that no longer runs (%s): taken over\n", path_.c_str(),
+               previous_.c_str());
+  std::fflush(out);
 }
 
 RunFolderLock::~RunFolderLock() {

@@ -2,6 +2,7 @@
 // A run folder belongs to one job, and what a run committed there is never removed by a failure.
 // Torch-free: the launcher takes the folder and judges it before anything starts; the worker does
 // the same when mpirun starts it without the launcher.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,8 @@ std::vector<std::string> committed_work(const std::string& run_dir, const std::s
 // An exclusive lock on RUN_DIR/graphtune.lock (flock), held while the object lives: the folder
 // (created when absent) is this job's. The file names its holder ("host H, pid P, started T:
 // WHAT") and goes when the holder lets go. A live holder is an InputError naming it. The file of a
-// holder that died (flock is released when its process ends) is taken over, and taken_over()
-// names whose it was.
+// holder that died (flock is released when its process ends) is taken over, and say_taken_over()
+// says whose it was.
 class RunFolderLock {
  public:
   RunFolderLock(const std::string& run_dir, const std::string& what);
@@ -25,7 +26,9 @@ class RunFolderLock {
   RunFolderLock(const RunFolderLock&) = delete;
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
-  const std::string& taken_over() const { return previous_; }  // "" when the file was new
+  // "graphtune: RUN/graphtune.lock was left by a job that no longer runs (WHOSE): taken over" on
+  // `out`, when it was; nothing otherwise.
+  void say_taken_over(std::FILE* out) const;
   static constexpr const char* kFile = "graphtune.lock";
 
  private:

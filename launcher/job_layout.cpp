@@ -79,8 +79,6 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
   if (f.tp) apply_flag(L.overrides, "--tp", "parallelism.tp", std::to_string(f.tp));
   if (!f.schedule.empty()) apply_flag(L.overrides, "--schedule", "parallelism.schedule", f.schedule);
   if (f.microbatches) apply_flag(L.overrides, "--microbatches", "parallelism.microbatches", std::to_string(f.microbatches));
-  for (const auto& [flag, v] : {std::pair{"--np", f.np}, {"--dp", f.dp}, {"--pp", f.pp}, {"--tp", f.tp}})
-    if (v < 0) fail(std::string(flag) + " " + std::to_string(v), "must be at least 1");
 
   // The hosts first: a job that cannot have its ranks is refused before its config is judged.
   Hostfile hosts;

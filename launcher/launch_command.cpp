@@ -88,6 +88,7 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
   // A resume needs a committed checkpoint to resume from: found now, not after the ranks start.
   const JobConfig& cfg = spec.layout.cfg;
   if (!cfg.checkpoint.resume.empty()) ckpt::resolve_checkpoint(cfg.checkpoint.dir, cfg.checkpoint.resume);
+  // The run folder too, so that --dry-run refuses it; run_job judges it again under its lock.
   check_run_folder(cfg.job.out_dir, cfg.checkpoint.dir, !cfg.checkpoint.resume.empty(), cfg.job.overwrite);
   spec.run_dir = spec.layout.cfg.job.out_dir;
   spec.checkpointed = true;

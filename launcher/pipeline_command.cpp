@@ -170,9 +170,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     return 0;
   }
   const RunFolderLock lock(p.out_dir, "graphtune pipeline");
-  if (!lock.taken_over().empty())
-    std::printf("graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n", p.out_dir.c_str(),
-                RunFolderLock::kFile, lock.taken_over().c_str());
+  lock.say_taken_over(stdout);
   if (overwrite && !resume)
     for (const Step& s : steps)
       if (is_directory(s.spec.run_dir)) clear_run_folder(s.spec.run_dir, checkpoint_dir(s));

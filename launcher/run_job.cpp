@@ -157,9 +157,7 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
   // and nothing in it was committed.
   const bool made_run_dir = !path_exists(spec.run_dir);
   const RunFolderLock lock(spec.run_dir, "graphtune " + spec.title);  // one job a folder
-  if (!lock.taken_over().empty())
-    std::printf("graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n", spec.run_dir.c_str(),
-                RunFolderLock::kFile, lock.taken_over().c_str());
+  lock.say_taken_over(stdout);
   const JobConfig& cfg = spec.layout.cfg;
   const std::string checkpoint_dir = spec.checkpointed ? cfg.checkpoint.dir : "";
   if (spec.checkpointed) {

@@ -76,9 +76,7 @@ std::unique_ptr<RunFolderLock> take_run_folder(const JobConfig& cfg, const World
   if (world.rank() == 0) {
     try {
       lock = std::make_unique<RunFolderLock>(cfg.job.out_dir, "graphtune-worker train");
-      if (!lock->taken_over().empty())
-        std::fprintf(stderr, "graphtune: %s/%s was left by a job that no longer runs (%s): taken over\n",
-                     cfg.job.out_dir.c_str(), RunFolderLock::kFile, lock->taken_over().c_str());
+      lock->say_taken_over(stderr);
       if (cfg.job.overwrite && !resume) clear_run_folder(cfg.job.out_dir, cfg.checkpoint.dir);
     } catch (const InputError& e) {
       if (world.size() == 1) throw;
