@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <vector>
 
 namespace gt {
 
@@ -27,6 +28,14 @@ class Work {
   virtual void wait() = 0;
 };
 
+// One send or receive of a group (Communicator::batch_isend_irecv).
+struct PointToPoint {
+  bool send;
+  at::Tensor tensor;  // sent from; or received into, with the sender's shape and dtype
+  int peer;
+  int tag = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -39,8 +48,10 @@ class Communicator {
   void set_timeout_seconds(double seconds) { timeout_seconds_ = seconds; }
 
   // Point-to-point. recv writes into `tensor`, which must already have the sender's shape
-  // and dtype (pipeline stages know their activation shapes in advance). Tags keep
-  // concurrent streams between the same pair apart (forward activations vs gradients).
+  // and dtype (pipeline stages know their activation shapes in advance). MPI matches messages
+  // on their tag; NCCL has no tags and matches the messages between two ranks in the order
+  // they are posted. Code that runs on both therefore posts them in the same order on both
+  // sides, and gives them distinct tags all the same.
   virtual void send(const at::Tensor& tensor, int peer, int tag = 0) = 0;
   virtual void recv(at::Tensor& tensor, int peer, int tag = 0) = 0;
 
@@ -57,6 +68,14 @@ class Communicator {
   virtual std::unique_ptr<Work> isend(const at::Tensor& tensor, int peer, int tag = 0) = 0;
   virtual std::unique_ptr<Work> irecv(at::Tensor& tensor, int peer, int tag = 0) = 0;
   virtual std::unique_ptr<Work> iall_reduce_sum(at::Tensor& tensor) = 0;
+
+  // Posts sends and receives as one group, as torch.distributed.batch_isend_irecv; one Work
+  // waits for all of them. Under NCCL a send finishes only once its receiver has posted the
+  // receive, so two ranks that send to each other each post their send and their receive in
+  // one group, or both wait on their send forever (NCCL launches a group as one
+  // ncclGroupStart/End). Here, by default, each op is posted on its own: right for MPI,
+  // whose operations progress independently.
+  virtual std::unique_ptr<Work> batch_isend_irecv(std::vector<PointToPoint> ops);
 
   // Sub-communicators for the data/pipeline/tensor grid, as MPI_Comm_split: ranks with the
   // same colour form one group, ordered by key (ties by current rank). Collective over this

@@ -14,23 +14,41 @@ void check_sizes(int stages, int microbatches) {
     fail("[parallelism].microbatches", "must be at least 1, got " + std::to_string(microbatches));
 }
 
+// One send or receive with the neighbour its kind implies, when stage s has that neighbour.
+// `grouped`: posted together with the send or receive just before it.
+void talk(StageActions& out, ActionKind kind, int s, int p, int i, bool grouped = false) {
+  const int peer = (kind == ActionKind::SendActivation || kind == ActionKind::RecvGrad) ? s + 1 : s - 1;
+  if (peer < 0 || peer >= p) return;
+  grouped = grouped && !out.empty() && is_communication(out.back().kind);
+  out.push_back({kind, i, peer, grouped});
+}
+
 // The forward of micro-batch i on stage s with its communication: receive the input unless
-// this is the first stage, send the output unless this is the last.
+// this is the first stage, send the output unless this is the last. Each in a group alone.
 void add_forward(StageActions& out, int s, int p, int i) {
-  if (s > 0) out.push_back({ActionKind::RecvActivation, i, s - 1});
+  talk(out, ActionKind::RecvActivation, s, p, i);
   out.push_back({ActionKind::Forward, i});
-  if (s < p - 1) out.push_back({ActionKind::SendActivation, i, s + 1});
+  talk(out, ActionKind::SendActivation, s, p, i);
 }
 
 // The backward mirrors it: the output's gradient comes from the next stage, the input's goes
 // to the previous one.
 void add_backward(StageActions& out, int s, int p, int i) {
-  if (s < p - 1) out.push_back({ActionKind::RecvGrad, i, s + 1});
+  talk(out, ActionKind::RecvGrad, s, p, i);
   out.push_back({ActionKind::Backward, i});
-  if (s > 0) out.push_back({ActionKind::SendGrad, i, s - 1});
+  talk(out, ActionKind::SendGrad, s, p, i);
 }
 
 }  // namespace
+
+bool is_communication(ActionKind kind) { return kind != ActionKind::Forward && kind != ActionKind::Backward; }
+
+size_t group_end(const std::vector<Action>& actions, size_t begin) {
+  size_t end = begin + 1;
+  if (begin < actions.size() && is_communication(actions[begin].kind))
+    while (end < actions.size() && actions[end].grouped && is_communication(actions[end].kind)) ++end;
+  return end;
+}
 
 std::string to_string(const Action& a) {
   const char* name = "?";
@@ -47,7 +65,7 @@ std::string to_string(const Action& a) {
 
 std::string to_string(const StageActions& actions) {
   std::string s;
-  for (const Action& a : actions) s += (s.empty() ? "" : " ") + to_string(a);
+  for (const Action& a : actions) s += (s.empty() ? "" : a.grouped ? "+" : " ") + to_string(a);
   return s;
 }
 
@@ -93,17 +111,27 @@ Schedule one_f_one_b_schedule(int stages, int microbatches) {
              std::to_string(microbatches) + " micro-batches for " + std::to_string(stages) +
              " stages");
   Schedule schedule(stages);
-  for (int s = 0; s < stages; ++s) {
+  const int p = stages, m = microbatches;
+  for (int s = 0; s < p; ++s) {
+    StageActions& out = schedule[s];
     // Stage s can start its first backward only after the gradient has travelled back from
     // the last stage: it fills that time with p-s-1 extra forwards.
-    const int warmup = stages - s - 1;
-    int next_forward = 0, next_backward = 0;
-    for (; next_forward < warmup; ++next_forward) add_forward(schedule[s], s, stages, next_forward);
-    while (next_forward < microbatches) {
-      add_forward(schedule[s], s, stages, next_forward++);
-      add_backward(schedule[s], s, stages, next_backward++);
+    const int warmup = p - s - 1;
+    for (int i = 0; i < warmup; ++i) add_forward(out, s, p, i);
+    // Steady state, k = 0..m-warmup-1: forward warmup+k, backward k. Its sends pair with the
+    // neighbour's: this stage's activation goes down while the gradient for micro-batch k
+    // comes up, and its gradient goes up while the next activation comes down.
+    talk(out, ActionKind::RecvActivation, s, p, warmup);
+    for (int k = 0; k < m - warmup; ++k) {
+      const int f = warmup + k;
+      out.push_back({ActionKind::Forward, f});
+      talk(out, ActionKind::SendActivation, s, p, f);
+      talk(out, ActionKind::RecvGrad, s, p, k, /*grouped=*/true);
+      out.push_back({ActionKind::Backward, k});
+      talk(out, ActionKind::SendGrad, s, p, k);
+      if (f + 1 < m) talk(out, ActionKind::RecvActivation, s, p, f + 1, /*grouped=*/true);
     }
-    while (next_backward < microbatches) add_backward(schedule[s], s, stages, next_backward++);
+    for (int k = m - warmup; k < m; ++k) add_backward(out, s, p, k);
   }
   return schedule;
 }

@@ -2,9 +2,12 @@
 // Pipeline schedules as data. A schedule is one list of actions per stage, produced by a pure
 // function of (kind, stages, micro-batches); the executor only walks its own stage's list, and
 // the simulator (schedule_sim.hpp) runs all lists against each other to prove them
-// deadlock-free before any process is started. Communication is explicit in the lists, so what
-// the simulator checks is exactly what the executor will do. A new schedule is a kind, its
-// generator here, its names in config/names.hpp and its tests.
+// deadlock-free before any process is started. Communication is explicit in the lists, and so
+// is its grouping: consecutive sends and receives marked `grouped` are posted together as one
+// group (one ncclGroupStart/End), so what the simulator checks is exactly what the executor
+// will do. A new schedule is a kind, its generator here, its names in config/names.hpp and its
+// tests.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -23,11 +26,21 @@ struct Action {
   ActionKind kind;
   int microbatch;
   int peer = -1;  // the other stage of a send or receive; -1 for Forward and Backward
+  // A send or receive posted in one group with the send or receive right before it. A group
+  // finishes only when every peer has posted its side of it (NCCL's rule), so a send and a
+  // receive that two neighbours post against each other must share a group, or both wait on
+  // their send forever.
+  bool grouped = false;
 
   bool operator==(const Action& o) const {
-    return kind == o.kind && microbatch == o.microbatch && peer == o.peer;
+    return kind == o.kind && microbatch == o.microbatch && peer == o.peer && grouped == o.grouped;
   }
 };
+
+bool is_communication(ActionKind kind);
+// The index one past the group of sends and receives that starts at `begin` (a communication
+// action whose `grouped` is false, or begin itself when it is any other action).
+size_t group_end(const std::vector<Action>& actions, size_t begin);
 
 using StageActions = std::vector<Action>;
 using Schedule = std::vector<StageActions>;  // index = pipeline stage
@@ -35,7 +48,7 @@ using Schedule = std::vector<StageActions>;  // index = pipeline stage
 // "F0", "B3", "SEND_A0", "RECV_A0", "SEND_G1", "RECV_G1". The peer is left out: in a valid
 // schedule it is always the neighbour the kind implies, and the simulator checks that.
 std::string to_string(const Action& a);
-// Space-separated actions, e.g. "RECV_A0 F0 SEND_A0 ...".
+// Space-separated actions, a group joined by "+": "RECV_A0 F0 SEND_A1+RECV_G0 ...".
 std::string to_string(const StageActions& actions);
 // Forward and Backward only ("F0 F1 B0 B1"): the shape of a schedule at a glance.
 std::string compute_string(const StageActions& actions);
@@ -61,6 +74,9 @@ Schedule gpipe_schedule(int stages, int microbatches);
 // 1F1B (PipeDream-Flush): stage s runs p-s-1 warm-up forwards, then alternates one forward
 // and one backward, then drains the remaining backwards. Same bubble as GPipe, but stage s
 // holds at most p-s micro-batches of activations. Needs min_microbatches(kOneFOneB, stages).
+// In the steady state two neighbours send to each other at the same time (an activation down,
+// a gradient up), so each such send shares a group with the receive of the other one, as
+// Megatron's send_forward_recv_backward and PyTorch's Schedule1F1B pair them.
 Schedule one_f_one_b_schedule(int stages, int microbatches);
 
 }  // namespace gt

@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
-#include <tuple>
+#include <utility>
 
 namespace gt {
 namespace {
 
 bool is_send(ActionKind k) { return k == ActionKind::SendActivation || k == ActionKind::SendGrad; }
+bool is_grad(ActionKind k) { return k == ActionKind::SendGrad || k == ActionKind::RecvGrad; }
 
 // The stage a send or receive of this kind must talk to; activations flow down the pipeline,
 // gradients up.
@@ -16,8 +17,26 @@ int expected_peer(ActionKind k, int stage) {
   return (k == ActionKind::SendActivation || k == ActionKind::RecvGrad) ? stage + 1 : stage - 1;
 }
 
-// Which message a receive matches: (sender, receiver, is_grad, micro-batch).
-using MessageKey = std::tuple<int, int, bool, int>;
+// One posted send or receive on the channel from one stage to another.
+struct Posted {
+  int stage;      // who posted it
+  size_t index;   // its action index there
+  Action action;
+  double time;
+};
+
+// The channel from stage a to stage b: its sends (posted by a) and receives (posted by b),
+// matched by position, as NCCL matches messages between a pair.
+struct Channel {
+  std::vector<Posted> sends, recvs;
+};
+
+// An op of the group a stage is waiting on: which channel, which side, which position.
+struct Pending {
+  std::pair<int, int> channel;
+  bool send;
+  size_t position;
+};
 
 // One stage's progress through its list, and what it has done so far.
 struct StageState {
@@ -27,6 +46,7 @@ struct StageState {
   int in_flight = 0, peak = 0;
   std::vector<int> forwards, backwards;   // times each micro-batch ran
   std::vector<bool> got_act, got_grad;    // its input / output gradient has been received
+  std::vector<Pending> group;             // the posted group it waits on; empty when none
 };
 
 std::string where(int stage, size_t index, const Action& a) {
@@ -47,10 +67,76 @@ SimResult simulate(const Schedule& schedule, int microbatches, const SimCosts& c
     s.got_act.assign(m, false);
     s.got_grad.assign(m, false);
   }
-  std::map<MessageKey, double> posted;  // sends posted and not yet received -> time posted
+  std::map<std::pair<int, int>, Channel> channels;
 
-  // Runs stage s's next action if it can; returns false when the stage is blocked on a
-  // receive, and sets r.problem when the action is wrong.
+  // The other side of a pending op, or null while it has not been posted.
+  auto other_side = [&](const Pending& op) -> const Posted* {
+    const Channel& c = channels[op.channel];
+    const std::vector<Posted>& other = op.send ? c.recvs : c.sends;
+    return op.position < other.size() ? &other[op.position] : nullptr;
+  };
+
+  // Posts the group starting at stage s's next action. False with r.problem set when an op is
+  // wrong: a peer that is not the neighbour, a send of something not computed yet, or a
+  // message that meets one of another kind or micro-batch at its position.
+  auto post_group = [&](int s) -> bool {
+    StageState& me = st[s];
+    const size_t end = group_end(schedule[s], me.next);
+    for (size_t k = me.next; k < end; ++k) {
+      const Action& a = schedule[s][k];
+      if (a.microbatch < 0 || a.microbatch >= m) {
+        r.problem = where(s, k, a) + ": micro-batch out of range 0.." + std::to_string(m - 1);
+        return false;
+      }
+      if (a.peer != expected_peer(a.kind, s) || a.peer < 0 || a.peer >= p) {
+        r.problem = where(s, k, a) + ": peer " + std::to_string(a.peer) +
+                    " is not the neighbour this kind of message goes to";
+        return false;
+      }
+      const bool send = is_send(a.kind);
+      // What is sent must exist: the forward's output, or the backward's input gradient.
+      if (send && (is_grad(a.kind) ? me.backwards[a.microbatch] : me.forwards[a.microbatch]) == 0) {
+        r.problem = where(s, k, a) + ": sends a result not computed yet";
+        return false;
+      }
+      const std::pair<int, int> key = send ? std::make_pair(s, a.peer) : std::make_pair(a.peer, s);
+      Channel& c = channels[key];
+      std::vector<Posted>& mine = send ? c.sends : c.recvs;
+      const Pending op{key, send, mine.size()};
+      mine.push_back({s, k, a, me.clock});
+      if (const Posted* other = other_side(op);
+          other && (other->action.microbatch != a.microbatch || is_grad(other->action.kind) != is_grad(a.kind))) {
+        r.problem = where(s, k, a) + " meets " + where(other->stage, other->index, other->action) +
+                    ": messages between two stages match in the order they are posted";
+        return false;
+      }
+      me.group.push_back(op);
+    }
+    return true;
+  };
+
+  // Finishes stage s's posted group if every op's other side is there; false while it waits.
+  auto finish_group = [&](int s) -> bool {
+    StageState& me = st[s];
+    double done = me.clock;
+    for (const Pending& op : me.group) {
+      const Posted* other = other_side(op);
+      if (!other) return false;
+      done = std::max(done, other->time);
+    }
+    for (const Pending& op : me.group) {
+      if (op.send) continue;
+      const Action& a = channels[op.channel].recvs[op.position].action;
+      (is_grad(a.kind) ? me.got_grad : me.got_act)[a.microbatch] = true;
+    }
+    me.clock = done;
+    me.next = group_end(schedule[s], me.next);
+    me.group.clear();
+    return true;
+  };
+
+  // Runs stage s's next action, or posts or finishes its group, if it can; returns false when
+  // the stage waits on a group, and sets r.problem when the action is wrong.
   auto step = [&](int s) -> bool {
     StageState& me = st[s];
     const Action& a = schedule[s][me.next];
@@ -82,39 +168,17 @@ SimResult simulate(const Schedule& schedule, int microbatches, const SimCosts& c
         ++me.backwards[i];
         --me.in_flight;
         break;
-      default: {
-        if (a.peer != expected_peer(a.kind, s) || a.peer < 0 || a.peer >= p) {
-          r.problem = where(s, me.next, a) + ": peer " + std::to_string(a.peer) +
-                      " is not the neighbour this kind of message goes to";
-          return false;
-        }
-        const bool grad = a.kind == ActionKind::SendGrad || a.kind == ActionKind::RecvGrad;
-        if (is_send(a.kind)) {
-          // What is sent must exist: the forward's output, or the backward's input gradient.
-          if ((grad ? me.backwards[i] : me.forwards[i]) == 0) {
-            r.problem = where(s, me.next, a) + ": sends a result not computed yet";
-            return false;
-          }
-          if (!posted.emplace(MessageKey{s, a.peer, grad, i}, me.clock).second) {
-            r.problem = where(s, me.next, a) + ": sent twice";
-            return false;
-          }
-        } else {
-          auto it = posted.find(MessageKey{a.peer, s, grad, i});
-          if (it == posted.end()) return false;  // blocked until the peer posts the send
-          me.clock = std::max(me.clock, it->second);
-          posted.erase(it);
-          (grad ? me.got_grad : me.got_act)[i] = true;
-        }
-      }
+      default:
+        if (me.group.empty()) return post_group(s);
+        return finish_group(s);
     }
     ++me.next;
     return true;
   };
 
-  // Advance every stage as far as it goes, round after round, until nobody moves. Sends never
-  // block, so each stage's clock depends only on when its messages were posted, not on the
-  // order in which stages are visited here.
+  // Advance every stage as far as it goes, round after round, until nobody moves. A group's
+  // finishing time depends only on when its ops' other sides were posted, not on the order in
+  // which stages are visited here.
   for (bool moved = true; moved && r.problem.empty();) {
     moved = false;
     for (int s = 0; s < p && r.problem.empty(); ++s)
@@ -125,21 +189,20 @@ SimResult simulate(const Schedule& schedule, int microbatches, const SimCosts& c
   std::string stuck;
   for (int s = 0; s < p; ++s) {
     if (st[s].next == schedule[s].size()) continue;
-    const Action& a = schedule[s][st[s].next];
     r.stuck_stages.push_back(s);
-    stuck += std::string(stuck.empty() ? "" : "; ") + "stage " + std::to_string(s) +
-             " waits at action " + std::to_string(st[s].next) + " (" + to_string(a) +
-             " from stage " + std::to_string(a.peer) + ")";
+    std::string waits;
+    for (const Pending& op : st[s].group) {
+      if (other_side(op)) continue;
+      const Channel& c = channels[op.channel];
+      const Action& a = (op.send ? c.sends : c.recvs)[op.position].action;
+      waits += std::string(waits.empty() ? "" : " + ") + to_string(a) + (op.send ? " to" : " from") +
+               " stage " + std::to_string(a.peer);
+    }
+    stuck += std::string(stuck.empty() ? "" : "; ") + "stage " + std::to_string(s) + " waits at action " +
+             std::to_string(st[s].next) + " (" + waits + ")";
   }
   if (!stuck.empty()) {
     r.problem = "deadlock: " + stuck;
-    return r;
-  }
-  if (!posted.empty()) {
-    const auto& [from, to, grad, i] = posted.begin()->first;
-    r.problem = "stage " + std::to_string(from) + " sent " + (grad ? "gradient" : "activation") +
-                " " + std::to_string(i) + " to stage " + std::to_string(to) +
-                ", which never received it";
     return r;
   }
   for (int s = 0; s < p; ++s)

@@ -3,13 +3,17 @@
 // deadlock-free, checks that it computes the right thing, and measures its bubble and its
 // activation memory.
 //
-// Communication semantics (what the executor will use): a send is posted and the sender moves
-// on at once (non-blocking, like MPI_Isend); it completes when the receiver posts the matching
-// receive, and all sends are waited for at the end of the step. A receive blocks until the
-// matching send has been posted. Messages match on (sender, receiver, kind, micro-batch), as
-// MPI matches on a tag, so two receives from one peer may be posted in either order. Sending
-// takes no time; the receiver resumes at max(its own clock, the time the send was posted).
-// Hence only receives can block, and a deadlock is a cycle of stages waiting to receive.
+// Communication semantics: NCCL's grouped point-to-point, the strictest of the backends the
+// executor runs on. A group (consecutive sends and receives joined by Action::grouped; a lone
+// one is a group of one) is posted when the stage reaches it, and the stage waits there until
+// the whole group has finished. A send finishes only once the receiver has posted the matching
+// receive, and a receive once the sender has posted the send: nothing is buffered. Messages
+// between two stages carry no tag: the k-th send from a to b is the k-th receive at b from a,
+// and one of another kind or micro-batch is reported, since NCCL would deliver the wrong
+// tensor. The group finishes at the latest time any of its ops' other sides was posted. So a
+// deadlock is a cycle of stages each waiting on a group whose other side the next one has not
+// posted. What holds here also holds under MPI, whose tags and buffered sends only add ways
+// to proceed.
 #include <string>
 #include <vector>
 
@@ -24,8 +28,9 @@ struct SimCosts {
 
 struct SimResult {
   // Empty when the schedule ran to completion and is correct. Otherwise one line: a deadlock
-  // ("deadlock: stage 1 waits at action 3 (RECV_G0 from stage 2); ..."), an action out of
-  // dependency order, a micro-batch run twice or never, or a send nobody received.
+  // ("deadlock: stage 1 waits at action 3 (SEND_A1 to stage 2 + RECV_G0 from stage 2); ...",
+  // naming the ops whose other side never came), messages matched out of order, an action
+  // out of dependency order, or a micro-batch run twice or never.
   std::string problem;
   std::vector<int> stuck_stages;  // the stages blocked in a deadlock, in order
 

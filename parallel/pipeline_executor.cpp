@@ -32,36 +32,39 @@ std::string where(int stage, int mb) {
   return "pipeline stage " + std::to_string(stage) + ": micro-batch " + std::to_string(mb);
 }
 
-}  // namespace
+// The header of a message: dtype code, ndim, dims, padded with zeros; on the data's device,
+// since a GPU backend moves GPU tensors only.
+at::Tensor make_header(const at::Tensor& data) {
+  at::Tensor header = torch::zeros({kPipelineHeaderLength}, torch::kLong);
+  auto h = header.accessor<int64_t, 1>();
+  h[0] = static_cast<int64_t>(data.scalar_type());
+  h[1] = data.dim();
+  for (int64_t d = 0; d < data.dim(); ++d) h[2 + d] = data.size(d);
+  return header.to(data.device());
+}
 
-std::vector<std::unique_ptr<Work>> post_pipeline_message(Communicator& comm, PipelineStream stream, int mb,
-                                                         const at::Tensor& tensor, int peer, int64_t* bytes_sent) {
+// What will be sent: detached (the receiver rebuilds its own leaf, and the send must not keep
+// this graph alive) and contiguous.
+at::Tensor outgoing(Communicator& comm, PipelineStream stream, int mb, const at::Tensor& tensor) {
   if (!tensor.defined())
     throw std::logic_error(where(comm.rank(), mb) + ": the " + stream_name(stream) + " to send is undefined");
   if (tensor.dim() > kPipelineMaxDims)
     throw std::logic_error(where(comm.rank(), mb) + ": the " + stream_name(stream) + " to send has " +
                            std::to_string(tensor.dim()) + " dimensions, more than the header's " +
                            std::to_string(kPipelineMaxDims));
-  at::Tensor header = torch::zeros({kPipelineHeaderLength}, torch::kLong);
-  auto h = header.accessor<int64_t, 1>();
-  h[0] = static_cast<int64_t>(tensor.scalar_type());
-  h[1] = tensor.dim();
-  for (int64_t d = 0; d < tensor.dim(); ++d) h[2 + d] = tensor.size(d);
-  // Detached: the receiver rebuilds its own leaf, and the send must not keep this graph alive.
-  at::Tensor data = tensor.detach().contiguous();
-  header = header.to(data.device());  // a GPU backend moves GPU tensors only
-  std::vector<std::unique_ptr<Work>> works;
-  works.push_back(comm.isend(header, peer, message_tag(stream, mb, false)));
-  works.push_back(comm.isend(data, peer, message_tag(stream, mb, true)));
-  if (bytes_sent) *bytes_sent += static_cast<int64_t>(header.nbytes() + data.nbytes());
-  return works;
+  return tensor.detach().contiguous();
 }
 
-at::Tensor recv_pipeline_message(Communicator& comm, PipelineStream stream, int mb, int peer,
-                                 const at::Tensor& expected, at::Device device) {
-  at::Tensor header = torch::empty({kPipelineHeaderLength}, torch::TensorOptions().dtype(torch::kLong).device(device));
-  comm.recv(header, peer, message_tag(stream, mb, false));
-  header = header.cpu();
+at::Tensor empty_header(at::Device device) {
+  return torch::empty({kPipelineHeaderLength}, torch::TensorOptions().dtype(torch::kLong).device(device));
+}
+
+// The buffer a received header announces. `expected`, when defined, is the shape and dtype the
+// message must have: any other header is a std::logic_error naming the micro-batch and both
+// shapes, raised before the data is received.
+at::Tensor buffer_for(const at::Tensor& received_header, Communicator& comm, PipelineStream stream, int mb, int peer,
+                      const at::Tensor& expected, at::Device device) {
+  const at::Tensor header = received_header.cpu();
   auto h = header.accessor<int64_t, 1>();
   const std::string from = where(comm.rank(), mb) + ": the " + stream_name(stream) + " received from stage " +
                            std::to_string(peer);
@@ -80,7 +83,27 @@ at::Tensor recv_pipeline_message(Communicator& comm, PipelineStream stream, int 
     throw std::logic_error(from + " has shape " + shape_string(sizes, dtype) + " but stage " +
                            std::to_string(comm.rank()) + " expected " +
                            shape_string(expected.sizes(), expected.scalar_type()));
-  at::Tensor data = torch::empty(sizes, torch::TensorOptions().dtype(dtype).device(device));
+  return torch::empty(sizes, torch::TensorOptions().dtype(dtype).device(device));
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Work>> post_pipeline_message(Communicator& comm, PipelineStream stream, int mb,
+                                                         const at::Tensor& tensor, int peer, int64_t* bytes_sent) {
+  const at::Tensor data = outgoing(comm, stream, mb, tensor);
+  const at::Tensor header = make_header(data);
+  std::vector<std::unique_ptr<Work>> works;
+  works.push_back(comm.isend(header, peer, message_tag(stream, mb, false)));
+  works.push_back(comm.isend(data, peer, message_tag(stream, mb, true)));
+  if (bytes_sent) *bytes_sent += static_cast<int64_t>(header.nbytes() + data.nbytes());
+  return works;
+}
+
+at::Tensor recv_pipeline_message(Communicator& comm, PipelineStream stream, int mb, int peer,
+                                 const at::Tensor& expected, at::Device device) {
+  at::Tensor header = empty_header(device);
+  comm.recv(header, peer, message_tag(stream, mb, false));
+  at::Tensor data = buffer_for(header, comm, stream, mb, peer, expected, device);
   comm.recv(data, peer, message_tag(stream, mb, true));
   return data;
 }
@@ -128,12 +151,6 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     at::Tensor input_grad;   // computed by Backward, until SendGrad
   };
   std::map<int, MicroBatch> live;
-  std::vector<std::unique_ptr<Work>> sends;
-  // A sent activation's Work keeps the tensor alive. Once the next stage's gradient for that
-  // micro-batch has arrived, the send has necessarily completed, so it is waited for (at once)
-  // and dropped at the micro-batch's Backward: otherwise stage 0 would hold every micro-batch's
-  // output until the end of the step, which is what 1F1B is there to avoid.
-  std::map<int, std::vector<std::unique_ptr<Work>>> activation_sends;
   std::vector<double> losses(last ? microbatches_ : 0);
   int in_flight = 0;
 
@@ -141,100 +158,116 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     return std::logic_error(where(stage_, a.microbatch) + ": " + to_string(a) + " before " + what);
   };
 
-  using Clock = std::chrono::steady_clock;
-  const auto step_start = Clock::now();
-  try {
-    for (const Action& a : actions_) {
+  // One group of sends and receives, as the schedule grouped them, in two rounds over the
+  // same peers: the headers, then the data, whose receive buffers the headers size. Each round
+  // is one batch_isend_irecv, waited for before going on, which is what the simulator proves
+  // deadlock-free. Once a group has returned its sends are complete, so nothing sent outlives
+  // it: a sent activation is freed at its micro-batch's Backward, as 1F1B intends.
+  auto exchange = [&](size_t begin, size_t end) {
+    const size_t n = end - begin;
+    std::vector<at::Tensor> data(n), headers(n);
+    std::vector<PointToPoint> round;
+    for (size_t k = 0; k < n; ++k) {
+      const Action& a = actions_[begin + k];
       MicroBatch& mbs = live[a.microbatch];
-      const auto action_start = Clock::now();
-      const bool computes = a.kind == ActionKind::Forward || a.kind == ActionKind::Backward;
+      const PipelineStream stream = a.kind == ActionKind::SendGrad || a.kind == ActionKind::RecvGrad
+                                        ? PipelineStream::Grad : PipelineStream::Activation;
+      const int tag = message_tag(stream, a.microbatch, false);
       switch (a.kind) {
-        case ActionKind::RecvActivation:
-          mbs.input = recv_pipeline_message(pp_, PipelineStream::Activation, a.microbatch, a.peer, at::Tensor(), device_);
-          mbs.input.requires_grad_(true);
-          break;
-
-        case ActionKind::Forward: {
-          if (!first && !mbs.input.defined()) throw missing(a, "its activation was received");
-          mbs.output = stage.forward(a.microbatch, mbs.input);
-          if (!mbs.output.defined())
-            throw std::logic_error(where(stage_, a.microbatch) + ": forward returned an undefined tensor");
-          if (last) {
-            if (mbs.output.numel() != 1)
-              throw std::logic_error(where(stage_, a.microbatch) + ": the last stage's forward must return a " +
-                                     "scalar loss, got " + shape_string(mbs.output.sizes(), mbs.output.scalar_type()));
-            losses[a.microbatch] = mbs.output.item<double>();
-          }
-          stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++in_flight);
-          break;
-        }
-
-        case ActionKind::SendActivation: {
+        case ActionKind::SendActivation:
           if (!mbs.output.defined()) throw missing(a, "its forward");
-          auto works = post_pipeline_message(pp_, PipelineStream::Activation, a.microbatch, mbs.output, a.peer,
-                                             &stats_.bytes_sent);
-          for (auto& w : works) activation_sends[a.microbatch].push_back(std::move(w));
+          data[k] = outgoing(pp_, stream, a.microbatch, mbs.output);
+          round.push_back({true, headers[k] = make_header(data[k]), a.peer, tag});
+          stats_.bytes_sent += static_cast<int64_t>(headers[k].nbytes() + data[k].nbytes());
           break;
-        }
-
+        case ActionKind::SendGrad:
+          if (!mbs.input_grad.defined()) throw missing(a, "its backward");
+          data[k] = outgoing(pp_, stream, a.microbatch, mbs.input_grad);
+          round.push_back({true, headers[k] = make_header(data[k]), a.peer, tag});
+          stats_.bytes_sent += static_cast<int64_t>(headers[k].nbytes() + data[k].nbytes());
+          break;
         case ActionKind::RecvGrad:
           if (!mbs.output.defined()) throw missing(a, "its forward");
-          mbs.output_grad =
-              recv_pipeline_message(pp_, PipelineStream::Grad, a.microbatch, a.peer, mbs.output, device_);
+          [[fallthrough]];
+        case ActionKind::RecvActivation:
+          round.push_back({false, headers[k] = empty_header(device_), a.peer, tag});
           break;
-
-        case ActionKind::Backward: {
-          if (!mbs.output.defined()) throw missing(a, "its forward");
-          if (!last && !mbs.output_grad.defined()) throw missing(a, "its output's gradient was received");
-          // An output that needs no gradient (every parameter up to here frozen, stage 0) has
-          // no graph to walk; the previous stage still gets its zeros below.
-          if (stage.before_backward) stage.before_backward(a.microbatch);
-          if (mbs.output.requires_grad()) {
-            if (last) torch::autograd::backward({mbs.output});
-            else torch::autograd::backward({mbs.output}, {mbs.output_grad});
-          }
-          if (!first) {
-            at::Tensor g = mbs.input.grad();
-            mbs.input_grad = g.defined() ? g : torch::zeros_like(mbs.input);
-          }
-          // The point of 1F1B: this micro-batch's activations go now, not at the end of the step.
-          if (auto it = activation_sends.find(a.microbatch); it != activation_sends.end()) {
-            for (auto& w : it->second) w->wait();
-            activation_sends.erase(it);
-          }
-          mbs.input = at::Tensor();
-          mbs.output = at::Tensor();
-          mbs.output_grad = at::Tensor();
-          --in_flight;
-          if (first) live.erase(a.microbatch);
-          break;
-        }
-
-        case ActionKind::SendGrad: {
-          if (!mbs.input_grad.defined()) throw missing(a, "its backward");
-          auto works = post_pipeline_message(pp_, PipelineStream::Grad, a.microbatch, mbs.input_grad, a.peer,
-                                             &stats_.bytes_sent);
-          for (auto& w : works) sends.push_back(std::move(w));
-          live.erase(a.microbatch);
-          break;
-        }
+        default: throw std::logic_error(where(stage_, a.microbatch) + ": " + to_string(a) + " is not a message");
       }
-      if (computes) stats_.compute_seconds += std::chrono::duration<double>(Clock::now() - action_start).count();
     }
-    for (auto& w : sends) w->wait();
-    for (auto& [mb, works] : activation_sends)
-      for (auto& w : works) w->wait();
-    stats_.run_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-  } catch (...) {
-    // The step is broken and the job is about to end. Waiting for the posted sends here (as
-    // destroying a Work would) could block until the timeout on a peer that is failing too,
-    // and then end in a timeout message that hides this error; so they are leaked with their
-    // buffers, which MPI may still read.
-    for (auto& w : sends) (void)w.release();
-    for (auto& [mb, works] : activation_sends)
-      for (auto& w : works) (void)w.release();
-    throw;
+    pp_.batch_isend_irecv(std::move(round))->wait();
+
+    round.clear();
+    for (size_t k = 0; k < n; ++k) {
+      const Action& a = actions_[begin + k];
+      const bool grad = a.kind == ActionKind::RecvGrad;
+      const PipelineStream stream = grad || a.kind == ActionKind::SendGrad ? PipelineStream::Grad
+                                                                           : PipelineStream::Activation;
+      if (a.kind == ActionKind::RecvActivation || grad)
+        data[k] = buffer_for(headers[k], pp_, stream, a.microbatch, a.peer,
+                             grad ? live[a.microbatch].output : at::Tensor(), device_);
+      round.push_back({!(a.kind == ActionKind::RecvActivation || grad), data[k], a.peer,
+                       message_tag(stream, a.microbatch, true)});
+    }
+    pp_.batch_isend_irecv(std::move(round))->wait();
+
+    for (size_t k = 0; k < n; ++k) {
+      const Action& a = actions_[begin + k];
+      if (a.kind == ActionKind::RecvActivation) live[a.microbatch].input = data[k].requires_grad_(true);
+      else if (a.kind == ActionKind::RecvGrad) live[a.microbatch].output_grad = data[k];
+      else if (a.kind == ActionKind::SendGrad) live.erase(a.microbatch);
+    }
+  };
+
+  using Clock = std::chrono::steady_clock;
+  const auto step_start = Clock::now();
+  for (size_t next = 0; next < actions_.size();) {
+    const Action& a = actions_[next];
+    if (is_communication(a.kind)) {
+      const size_t end = group_end(actions_, next);
+      exchange(next, end);
+      next = end;
+      continue;
+    }
+    ++next;
+    MicroBatch& mbs = live[a.microbatch];
+    const auto action_start = Clock::now();
+    if (a.kind == ActionKind::Forward) {
+      if (!first && !mbs.input.defined()) throw missing(a, "its activation was received");
+      mbs.output = stage.forward(a.microbatch, mbs.input);
+      if (!mbs.output.defined())
+        throw std::logic_error(where(stage_, a.microbatch) + ": forward returned an undefined tensor");
+      if (last) {
+        if (mbs.output.numel() != 1)
+          throw std::logic_error(where(stage_, a.microbatch) + ": the last stage's forward must return a " +
+                                 "scalar loss, got " + shape_string(mbs.output.sizes(), mbs.output.scalar_type()));
+        losses[a.microbatch] = mbs.output.item<double>();
+      }
+      stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++in_flight);
+    } else {
+      if (!mbs.output.defined()) throw missing(a, "its forward");
+      if (!last && !mbs.output_grad.defined()) throw missing(a, "its output's gradient was received");
+      // An output that needs no gradient (every parameter up to here frozen, stage 0) has
+      // no graph to walk; the previous stage still gets its zeros below.
+      if (stage.before_backward) stage.before_backward(a.microbatch);
+      if (mbs.output.requires_grad()) {
+        if (last) torch::autograd::backward({mbs.output});
+        else torch::autograd::backward({mbs.output}, {mbs.output_grad});
+      }
+      if (!first) {
+        at::Tensor g = mbs.input.grad();
+        mbs.input_grad = g.defined() ? g : torch::zeros_like(mbs.input);
+      }
+      // The point of 1F1B: this micro-batch's activations go now, not at the end of the step.
+      mbs.input = at::Tensor();
+      mbs.output = at::Tensor();
+      mbs.output_grad = at::Tensor();
+      --in_flight;
+      if (first) live.erase(a.microbatch);
+    }
+    stats_.compute_seconds += std::chrono::duration<double>(Clock::now() - action_start).count();
   }
+  stats_.run_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
   return losses;
 }
 

@@ -2,9 +2,10 @@
 // Runs one pipeline stage's action list (schedule.hpp) for one step: computes through the
 // trainer's StageFunctions, moves activations and gradients through the pipeline group's
 // Communicator, and keeps each micro-batch's autograd graph only between its Forward and its
-// Backward. It follows the simulator's semantics exactly (schedule_sim.hpp): a send is posted
-// and the stage moves on, a receive blocks, and every send is waited for at the end of run().
-// So a schedule the simulator accepted cannot deadlock here.
+// Backward. It follows the simulator's semantics exactly (schedule_sim.hpp): each group of
+// sends and receives the schedule marks is posted together (batch_isend_irecv) and waited for
+// before the stage goes on, in the order the schedule lists it. So a schedule the simulator
+// accepted cannot deadlock here, under MPI or NCCL.
 //
 // Only ATen's Tensor class is included: the full torch headers are the .cpp's business.
 #include <ATen/core/Tensor.h>
@@ -50,7 +51,7 @@ class PipelineExecutor {
 
   // Walks the list once: one step's m micro-batches. Returns the losses of the micro-batches
   // (as doubles, the value returned by forward, in micro-batch order) on the last stage, empty
-  // elsewhere. Every send is waited for before returning. Parameter gradients accumulate
+  // elsewhere. Every send has completed when it returns. Parameter gradients accumulate
   // across micro-batches (and across calls: zeroing them is the optimizer's business).
   std::vector<double> run(const StageFunctions& stage);
   const PipelineStats& stats() const { return stats_; }

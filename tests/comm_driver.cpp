@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "comm/mpi_communicator.hpp"
 #include "comm/world.hpp"
@@ -112,6 +113,14 @@ void ops(gt::Communicator& c) {
   expect(c, "isend/irecv/iall_reduce_sum overlap, tags keep streams apart",
          overlapped == 64.0 * 64 * 64 && at::equal(a_in, at::full({4}, prev, at::kFloat)) &&
              at::equal(b_in, at::full({4}, -prev, at::kFloat)) && at::equal(red, at::full({4}, tri, at::kFloat)));
+
+  // The same ring as one group, as the pipeline posts its paired messages.
+  at::Tensor c_in = at::empty({4}), d_in = at::empty({4});
+  c.batch_isend_irecv({{false, c_in, prev, 3}, {false, d_in, prev, 4}, {true, at::full({4}, 2 * r, at::kFloat), next, 3},
+                       {true, at::full({4}, 3 * r, at::kFloat), next, 4}})
+      ->wait();
+  expect(c, "batch_isend_irecv ring", at::equal(c_in, at::full({4}, 2 * prev, at::kFloat)) &&
+                                          at::equal(d_in, at::full({4}, 3 * prev, at::kFloat)));
 
   // Two sub-communicators by parity, ordered by rank: what a dp/tp grid does.
   auto sub = c.split(r % 2, r);

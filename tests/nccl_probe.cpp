@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "comm/comm_backend.hpp"
 #include "comm/world.hpp"
@@ -67,16 +68,16 @@ void ops(gt::Communicator& c, at::Device dev, bool nccl) {
   c.broadcast(bc, n - 1);
   expect(c, dev, "broadcast from the last rank", same(bc, at::tensor({1.5f, -2.f, 3.25f})));
 
-  if (n > 1) {  // posted before any wait, receives in the opposite tag order to the sends
+  if (n > 1) {  // a ring: every rank sends and receives in one group, then a reduction behind it
     at::Tensor a_in = at::empty({4}, on(at::kFloat)), b_in = at::empty({4}, on(at::kFloat));
     at::Tensor red = at::full({4}, r, on(at::kFloat));
-    auto recv_b = c.irecv(b_in, prev, 2);
-    auto recv_a = c.irecv(a_in, prev, 1);
-    auto send_a = c.isend(at::full({4}, r, on(at::kFloat)), next, 1);
-    auto send_b = c.isend(at::full({4}, -r, on(at::kFloat)), next, 2);
+    std::vector<gt::PointToPoint> ring{{false, a_in, prev, 1}, {false, b_in, prev, 2},
+                                       {true, at::full({4}, r, on(at::kFloat)), next, 1},
+                                       {true, at::full({4}, -r, on(at::kFloat)), next, 2}};
+    auto group = c.batch_isend_irecv(std::move(ring));
     auto reduce = c.iall_reduce_sum(red);
-    reduce->wait(), recv_a->wait(), recv_b->wait(), send_a->wait(), send_b->wait();
-    expect(c, dev, "isend/irecv/iall_reduce_sum, tags keep streams apart",
+    reduce->wait(), group->wait();
+    expect(c, dev, "batch_isend_irecv ring, in posting order, and iall_reduce_sum",
            same(a_in, at::full({4}, prev, at::kFloat)) && same(b_in, at::full({4}, -prev, at::kFloat)) &&
                same(red, at::full({4}, tri, at::kFloat)));
   }

@@ -50,36 +50,45 @@ TEST(Schedule, GPipeFourStagesFourMicrobatches) {
 }
 
 TEST(Schedule, OneFOneBTwoStagesTwoMicrobatches) {
-  // With m = p, stage 0's warm-up already covers every forward but the last.
+  // With m = p, stage 0's warm-up already covers every forward but the last. "+" joins a
+  // send and a receive posted as one group: the two stages send to each other at once there.
   EXPECT_EQ(strings(one_f_one_b_schedule(2, 2)),
-            (Lines{"F0 SEND_A0 F1 SEND_A1 RECV_G0 B0 RECV_G1 B1",
-                   "RECV_A0 F0 B0 SEND_G0 RECV_A1 F1 B1 SEND_G1"}));
+            (Lines{"F0 SEND_A0 F1 SEND_A1+RECV_G0 B0 RECV_G1 B1",
+                   "RECV_A0 F0 B0 SEND_G0+RECV_A1 F1 B1 SEND_G1"}));
 }
 
 TEST(Schedule, OneFOneBTwoStagesFourMicrobatches) {
   EXPECT_EQ(strings(one_f_one_b_schedule(2, 4)),
-            (Lines{"F0 SEND_A0 F1 SEND_A1 RECV_G0 B0 F2 SEND_A2 RECV_G1 B1 "
-                   "F3 SEND_A3 RECV_G2 B2 RECV_G3 B3",
-                   "RECV_A0 F0 B0 SEND_G0 RECV_A1 F1 B1 SEND_G1 "
-                   "RECV_A2 F2 B2 SEND_G2 RECV_A3 F3 B3 SEND_G3"}));
+            (Lines{"F0 SEND_A0 F1 SEND_A1+RECV_G0 B0 F2 SEND_A2+RECV_G1 B1 "
+                   "F3 SEND_A3+RECV_G2 B2 RECV_G3 B3",
+                   "RECV_A0 F0 B0 SEND_G0+RECV_A1 F1 B1 SEND_G1+RECV_A2 "
+                   "F2 B2 SEND_G2+RECV_A3 F3 B3 SEND_G3"}));
 }
 
 TEST(Schedule, OneFOneBFourStagesFourMicrobatches) {
   const Schedule s = one_f_one_b_schedule(4, 4);
   EXPECT_EQ(strings(s),
-            (Lines{"F0 SEND_A0 F1 SEND_A1 F2 SEND_A2 F3 SEND_A3 "
-                   "RECV_G0 B0 RECV_G1 B1 RECV_G2 B2 RECV_G3 B3",
-                   "RECV_A0 F0 SEND_A0 RECV_A1 F1 SEND_A1 RECV_A2 F2 SEND_A2 "
-                   "RECV_G0 B0 SEND_G0 RECV_A3 F3 SEND_A3 "
-                   "RECV_G1 B1 SEND_G1 RECV_G2 B2 SEND_G2 RECV_G3 B3 SEND_G3",
-                   "RECV_A0 F0 SEND_A0 RECV_A1 F1 SEND_A1 "
-                   "RECV_G0 B0 SEND_G0 RECV_A2 F2 SEND_A2 RECV_G1 B1 SEND_G1 "
-                   "RECV_A3 F3 SEND_A3 RECV_G2 B2 SEND_G2 RECV_G3 B3 SEND_G3",
-                   "RECV_A0 F0 B0 SEND_G0 RECV_A1 F1 B1 SEND_G1 "
-                   "RECV_A2 F2 B2 SEND_G2 RECV_A3 F3 B3 SEND_G3"}));
+            (Lines{"F0 SEND_A0 F1 SEND_A1 F2 SEND_A2 F3 SEND_A3+RECV_G0 "
+                   "B0 RECV_G1 B1 RECV_G2 B2 RECV_G3 B3",
+                   "RECV_A0 F0 SEND_A0 RECV_A1 F1 SEND_A1 RECV_A2 F2 SEND_A2+RECV_G0 "
+                   "B0 SEND_G0+RECV_A3 F3 SEND_A3+RECV_G1 "
+                   "B1 SEND_G1 RECV_G2 B2 SEND_G2 RECV_G3 B3 SEND_G3",
+                   "RECV_A0 F0 SEND_A0 RECV_A1 F1 SEND_A1+RECV_G0 "
+                   "B0 SEND_G0+RECV_A2 F2 SEND_A2+RECV_G1 B1 SEND_G1+RECV_A3 "
+                   "F3 SEND_A3+RECV_G2 B2 SEND_G2 RECV_G3 B3 SEND_G3",
+                   "RECV_A0 F0 B0 SEND_G0+RECV_A1 F1 B1 SEND_G1+RECV_A2 "
+                   "F2 B2 SEND_G2+RECV_A3 F3 B3 SEND_G3"}));
   // The compute-only view shows the warm-up of p-s-1 forwards per stage.
   EXPECT_EQ(compute_string(s[1]), "F0 F1 F2 B0 F3 B1 B2 B3");
   EXPECT_EQ(compute_string(s[2]), "F0 F1 B0 F2 B1 F3 B2 B3");
+}
+
+TEST(Schedule, GroupsEndWhereTheirSendsAndReceivesEnd) {
+  const StageActions s = one_f_one_b_schedule(2, 2)[0];  // F0 SEND_A0 F1 SEND_A1+RECV_G0 B0 ...
+  EXPECT_EQ(group_end(s, 0), 1u);  // a compute action is its own step
+  EXPECT_EQ(group_end(s, 1), 2u);  // a lone send
+  EXPECT_EQ(group_end(s, 3), 5u);  // SEND_A1+RECV_G0
+  EXPECT_EQ(group_end(s, s.size() - 2), s.size() - 1);
 }
 
 TEST(Schedule, PeersAreTheNeighbours) {
@@ -197,12 +206,49 @@ TEST(ScheduleSim, SwappedReceivesDeadlockNamingTheStages) {
 
   const SimResult r = simulate(s, 2);
   EXPECT_FALSE(r.ok());
-  // Stage 0 is stuck too, waiting for the gradient stage 1 can no longer send.
+  // Stage 0 is stuck too: its send of activation 1 waits for a receive stage 1 never posts.
   EXPECT_EQ(r.stuck_stages, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(r.problem,
-            "deadlock: stage 0 waits at action 4 (RECV_G0 from stage 1); "
+            "deadlock: stage 0 waits at action 3 (SEND_A1 to stage 1); "
             "stage 1 waits at action 3 (RECV_G0 from stage 2); "
             "stage 2 waits at action 2 (RECV_A1 from stage 1)");
+}
+
+TEST(ScheduleSim, OneFOneBDeadlocksWhenItsPairedMessagesAreNotGrouped) {
+  // NCCL's rule, which MPI's buffered sends hide: a send finishes only when the receiver has
+  // posted its receive. Two neighbours that each send first and receive after, in separate
+  // groups, wait on each other's send forever; 1F1B does that in its steady state unless the
+  // send and the receive share a group. GPipe never sends both ways at once.
+  for (int p = 2; p <= 6; ++p)
+    for (int m = p; m <= 12; ++m) {
+      Schedule s = one_f_one_b_schedule(p, m);
+      for (StageActions& stage : s)
+        for (Action& a : stage) a.grouped = false;
+      const SimResult r = simulate(s, m);
+      EXPECT_EQ(r.problem.rfind("deadlock: ", 0), 0u) << "p=" << p << " m=" << m << ": " << r.problem;
+    }
+  const SimResult two = [] {
+    Schedule s = one_f_one_b_schedule(2, 2);
+    for (StageActions& stage : s)
+      for (Action& a : stage) a.grouped = false;
+    return simulate(s, 2);
+  }();
+  EXPECT_EQ(two.problem,
+            "deadlock: stage 0 waits at action 3 (SEND_A1 to stage 1); stage 1 waits at action 3 (SEND_G0 to stage 0)");
+}
+
+TEST(ScheduleSim, MessagesOutOfOrderBetweenTwoStagesAreReported) {
+  // NCCL has no tags: the first message stage 0 sends stage 1 is stage 1's first receive from
+  // it. Receiving activation 1 before activation 0 would hand micro-batch 1 the wrong input.
+  Schedule s = gpipe_schedule(2, 2);
+  ASSERT_EQ(to_string(s[1]), "RECV_A0 F0 RECV_A1 F1 B0 SEND_G0 B1 SEND_G1");
+  s[1][0].microbatch = 1;
+  s[1][1].microbatch = 1;
+  s[1][2].microbatch = 0;
+  s[1][3].microbatch = 0;
+  EXPECT_EQ(simulate(s, 2).problem,
+            "stage 1 action 0 (RECV_A1) meets stage 0 action 1 (SEND_A0): messages between two stages "
+            "match in the order they are posted");
 }
 
 TEST(ScheduleSim, OutOfOrderComputeIsReported) {

@@ -50,20 +50,13 @@ ncclDataType_t sum_type(const char* op, const at::Tensor& t) {
   }
 }
 
-// One launch on the communicator's stream: a collective, or the held-back sends and receives
-// launched as one group. `done` is recorded after it; null until the group is launched.
+// One launch on the communicator's stream: a collective, or a group of sends and receives.
+// `done` is recorded after it.
 struct Launch {
   cudaEvent_t done = nullptr;
   ~Launch() {
     if (done) cudaEventDestroy(done);
   }
-};
-
-struct PointToPoint {
-  bool send;
-  void* data;
-  size_t bytes;
-  int peer, tag;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -85,10 +78,11 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Work> isend(const at::Tensor& tensor, int peer, int tag) override;
   std::unique_ptr<Work> irecv(at::Tensor& tensor, int peer, int tag) override;
   std::unique_ptr<Work> iall_reduce_sum(at::Tensor& tensor) override;
+  std::unique_ptr<Work> batch_isend_irecv(std::vector<PointToPoint> ops) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 
-  // Blocks until `launch` has finished, launching it first if it is the held-back group;
-  // past the deadline or on an NCCL/CUDA error, ends the job with one line about `what`.
+  // Blocks until `launch` has finished; past the deadline or on an NCCL/CUDA error, ends the
+  // job with one line about `what`.
   void wait_for(Launch& launch, const std::string& what);
 
  private:
@@ -96,10 +90,7 @@ class NcclCommunicator final : public Communicator {
   void check_buffer(const char* op, const at::Tensor& t) const;
   void check_peer(const char* op, int peer) const;
   std::string describe(const char* op, int peer) const;
-  std::unique_ptr<Work> hold(bool send, const at::Tensor& tensor, int peer, int tag);
-  // `what` names the operation a stalled enqueue is reported as.
-  void launch_held(const std::string& what);
-  // Launches a collective (after any held point-to-point group, to keep NCCL's order).
+  // Launches a collective or a group; `what` names it if its enqueue stalls.
   template <class Enqueue>
   std::shared_ptr<Launch> launch(Enqueue enqueue, const std::string& what);
   std::shared_ptr<Launch> record();
@@ -119,8 +110,6 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t nccl_ = nullptr;
   cudaStream_t stream_ = nullptr;
   int* barrier_word_ = nullptr;
-  std::vector<PointToPoint> held_;
-  std::shared_ptr<Launch> held_launch_;
 };
 
 class NcclWork final : public Work {
@@ -181,15 +170,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device) : mpi_(
   }
 }
 
-NcclCommunicator::~NcclCommunicator() {
-  if (!held_.empty()) {
-    try {
-      launch_held("send or recv never waited for");  // a dropped send must still reach its peer
-    } catch (...) {
-    }
-  }
-  release();
-}
+NcclCommunicator::~NcclCommunicator() { release(); }
 
 void NcclCommunicator::release() {
   if (nccl_) {
@@ -239,41 +220,42 @@ std::string NcclCommunicator::describe(const char* op, int peer) const {
   return what;
 }
 
-std::unique_ptr<Work> NcclCommunicator::hold(bool send, const at::Tensor& tensor, int peer, int tag) {
-  const char* op = send ? "send" : "recv";
-  check_buffer(op, tensor);
-  check_peer(op, peer);
-  held_.push_back({send, tensor.data_ptr(), tensor.nbytes(), peer, tag});
-  if (!held_launch_) held_launch_ = std::make_shared<Launch>();
-  return std::make_unique<NcclWork>(this, held_launch_, describe(op, peer), std::vector<at::Tensor>{tensor});
-}
-
 std::unique_ptr<Work> NcclCommunicator::isend(const at::Tensor& tensor, int peer, int tag) {
-  return hold(true, tensor, peer, tag);
+  return batch_isend_irecv({{true, tensor, peer, tag}});
 }
 std::unique_ptr<Work> NcclCommunicator::irecv(at::Tensor& tensor, int peer, int tag) {
-  return hold(false, tensor, peer, tag);
+  return batch_isend_irecv({{false, tensor, peer, tag}});
 }
 
-void NcclCommunicator::launch_held(const std::string& what) {
-  if (held_.empty()) return;
-  const auto start = Clock::now();
-  std::stable_sort(held_.begin(), held_.end(), [](const PointToPoint& a, const PointToPoint& b) { return a.tag < b.tag; });
-  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-  nccl_check(ncclGroupStart(), "ncclGroupStart");
-  ncclResult_t first_error = ncclSuccess;
-  for (const PointToPoint& p : held_) {
-    ncclResult_t rc = p.send ? ncclSend(p.data, p.bytes, ncclChar, p.peer, nccl_, stream_)
-                             : ncclRecv(p.data, p.bytes, ncclChar, p.peer, nccl_, stream_);
-    if (first_error == ncclSuccess) first_error = rc;
+// Tags are not NCCL's: the ops go out in the order given, which is the order the peer's
+// matching ops must have been given in (Communicator::send).
+std::unique_ptr<Work> NcclCommunicator::batch_isend_irecv(std::vector<PointToPoint> ops) {
+  std::vector<at::Tensor> keep_alive;
+  std::string op_names;
+  int peer = ops.empty() ? -1 : ops.front().peer;
+  for (const PointToPoint& op : ops) {
+    const char* name = op.send ? "send" : "recv";
+    check_buffer(name, op.tensor);
+    check_peer(name, op.peer);
+    keep_alive.push_back(op.tensor);
+    if (op_names.find(name) == std::string::npos) op_names += std::string(op_names.empty() ? "" : "+") + name;
+    if (op.peer != peer) peer = -1;
   }
-  ncclResult_t end = ncclGroupEnd();  // always closed, even after a failed enqueue
-  if (first_error != ncclInProgress) nccl_check(first_error, "ncclSend/ncclRecv", nccl_);
-  settle(end, what, start);
-  std::shared_ptr<Launch> group = std::move(held_launch_);
-  held_.clear();
-  cuda_check(cudaEventCreateWithFlags(&group->done, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(group->done, stream_), "cudaEventRecord");
+  if (ops.empty()) return std::make_unique<NcclWork>(this, nullptr, "", std::move(keep_alive));
+  const std::string what = describe(op_names.c_str(), peer);
+  auto done = launch([&] {
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    ncclResult_t first_error = ncclSuccess;
+    for (const PointToPoint& op : ops) {
+      void* data = op.tensor.data_ptr();
+      ncclResult_t rc = op.send ? ncclSend(data, op.tensor.nbytes(), ncclChar, op.peer, nccl_, stream_)
+                                : ncclRecv(data, op.tensor.nbytes(), ncclChar, op.peer, nccl_, stream_);
+      if (first_error == ncclSuccess) first_error = rc;
+    }
+    ncclResult_t end = ncclGroupEnd();  // always closed, even after a failed enqueue
+    return first_error != ncclSuccess && first_error != ncclInProgress ? first_error : end;
+  }, what);
+  return std::make_unique<NcclWork>(this, done, what, std::move(keep_alive));
 }
 
 std::shared_ptr<Launch> NcclCommunicator::record() {
@@ -285,10 +267,6 @@ std::shared_ptr<Launch> NcclCommunicator::record() {
 
 template <class Enqueue>
 std::shared_ptr<Launch> NcclCommunicator::launch(Enqueue enqueue, const std::string& what) {
-  if (!held_.empty()) {
-    const PointToPoint& first = held_.front();
-    launch_held(describe(first.send ? "send" : "recv", first.peer));
-  }
   const auto start = Clock::now();
   cuda_check(cudaSetDevice(device_), "cudaSetDevice");
   settle(enqueue(), what, start);
@@ -320,7 +298,6 @@ void NcclCommunicator::check_alive(const std::string& what, Clock::time_point st
 }
 
 void NcclCommunicator::wait_for(Launch& launch, const std::string& what) {
-  if (!launch.done) launch_held(what);
   const auto start = Clock::now();
   auto nap = std::chrono::microseconds(1);
   for (int polls = 0;; ++polls) {

@@ -13,11 +13,12 @@
 // - Kernels run on a CUDA stream the communicator owns, created as a blocking stream: it is
 //   ordered with the legacy default stream, where libtorch runs its kernels unless a caller
 //   switches streams, so a tensor is complete before NCCL reads it with no extra event.
-// - NCCL has no tags; messages between a pair match in the order they are launched. Sends
-//   and receives are therefore held back and launched together, in one
-//   ncclGroupStart/ncclGroupEnd, when any of them is waited on or the next collective or
-//   split starts (so a ring of isend/irecv cannot deadlock on one stream), and within such a
-//   batch in tag order (stable), so both sides agree when they post the same batch.
+// - NCCL has no tags; messages between a pair match in the order they are launched, and a
+//   send finishes only once its receiver has posted the receive. isend and irecv launch at
+//   once, each a group of its own; batch_isend_irecv launches its ops together in one
+//   ncclGroupStart/ncclGroupEnd, so two ranks sending to each other do so in one group. The
+//   pipeline schedules are built that way, and their simulator proves them against exactly
+//   these semantics (layout/schedule_sim.hpp).
 // - Waits poll cudaEventQuery and ncclCommGetAsyncError against the deadline. On expiry or
 //   an NCCL error the rank prints one line, as the MPI backend does,
 //     graphtune: error: rank R: OP with peer P timed out after T s (the peer never answered)

@@ -8,8 +8,8 @@ DRIVER=${GRAPHTUNE_COMM_DRIVER:?set by ctest}
 need_mpirun 60
 
 
-# 14 checks with 2 ranks; with 4 each parity half also runs a ring of its own.
-for np_want in "2 14" "4 15"; do
+# 15 checks with 2 ranks; with 4 each parity half also runs a ring of its own.
+for np_want in "2 15" "4 16"; do
   set -- $np_want
   run_timed "ops$1" "$1" ops
   sed 's/^/    /' "$TMP/ops$1.out"

@@ -63,13 +63,13 @@ check "with -x it does, and each host's app context sets its own CUDA_VISIBLE_DE
   [ "$(sort "$TMP/x.out" | tr '\n' ' ')" = "0 nodeA forwarded 0,2 1 nodeA forwarded 0,2 2 nodeB forwarded 1 3 nodeB forwarded 1 " ]
 
 # 2. The Communicator's operations with 4 ranks over the two hosts (TCP between the hosts,
-# shared memory within each): the same 15 checks as with 4 ranks on one host.
+# shared memory within each): the same 16 checks as with 4 ranks on one host.
 MPIRUN+=("${TWO_HOSTS[@]}" -x OMP_NUM_THREADS)
 run_timed ops 4 ops
 sed 's/^/    /' "$TMP/ops.out"
 check "comm_driver ops across two hosts: exit 0" [ "$rc" -eq 0 ]
-check "comm_driver ops across two hosts: all 15 checks passed" \
-  bash -c "[ \$(grep -c '^ok ' '$TMP/ops.out') -eq 15 ] && ! grep -q FAIL '$TMP/ops.out'"
+check "comm_driver ops across two hosts: all 16 checks passed" \
+  bash -c "[ \$(grep -c '^ok ' '$TMP/ops.out') -eq 16 ] && ! grep -q FAIL '$TMP/ops.out'"
 check "no orted or agent left after comm_driver" none_left_within 5
 
 # A rank that dies without MPI_Finalize ends the job (comm_driver's survivors would wait 120 s).
