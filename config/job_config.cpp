@@ -184,6 +184,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   t.on_nonfinite =
       in.one_of("training", "on_nonfinite", t.on_nonfinite, {NonFinitePolicy::kSkipStep, NonFinitePolicy::kAbort});
   t.max_skipped_in_a_row = in.positive("training", "max_skipped_in_a_row", t.max_skipped_in_a_row);
+  t.device = in.one_of("training", "device", t.device, {DeviceKind::kAuto, DeviceKind::kCpu, DeviceKind::kCuda});
   return t;
 }
 
@@ -236,6 +237,7 @@ ParallelismSection read_parallelism(SectionReader& in) {
   if (partition != "balanced") p.partition = parse_layer_list(r, partition);
   p.bucket_mb = in.in_range("parallelism", "bucket_mb", p.bucket_mb, 1e-6, 1e6);
   p.timeout_s = in.in_range("parallelism", "timeout_s", p.timeout_s, 0.0, 1e9);
+  p.backend_given = !r.get_string("parallelism", "backend", "").empty();
   p.backend = in.one_of("parallelism", "backend", p.backend, {Backend::kMpi, Backend::kNccl});
   return p;
 }
@@ -275,6 +277,11 @@ JobConfig read_from(ConfigReader r, const std::string& file,
   c.lr_scheduler = read_lr_scheduler(in);
   c.eval = read_eval(in, c.job);
   c.parallelism = read_parallelism(in);
+  // The backend follows the device; a device that auto resolves is the worker's to pair.
+  ParallelismSection& p = c.parallelism;
+  if (c.training.device == DeviceKind::kCpu && p.backend_given && p.backend == Backend::kNccl)
+    r.reject("parallelism", "backend", "nccl moves CUDA tensors, but [training].device is cpu (use mpi, or device cuda)");
+  if (c.training.device == DeviceKind::kCuda && !p.backend_given) p.backend = Backend::kNccl;
   c.checkpoint = read_checkpoint(in, c.job, c.training, train);
   r.finish();
   c.overridden = r.overridden();

@@ -82,6 +82,8 @@ struct TrainingSection {
   // model, not a bad batch); with abort the first one ends the run.
   NonFinitePolicy on_nonfinite = NonFinitePolicy::kSkipStep;
   int64_t max_skipped_in_a_row = 5;
+  // Where every rank computes (train, eval; --device): auto, cpu or cuda (names.hpp).
+  DeviceKind device = DeviceKind::kAuto;
 };
 
 // [optimizer] AdamW
@@ -122,7 +124,9 @@ struct ParallelismSection {
   // operation and the peer (a dead or stalled rank must not leave the others waiting forever).
   double timeout_s = 300;
   // mpi (CPU tensors, always built) or nccl (CUDA tensors; its library is loaded only when asked).
+  // Unset, it follows [training].device: nccl for cuda, mpi for cpu; nccl with cpu is refused.
   Backend backend = Backend::kMpi;
+  bool backend_given = false;
 };
 
 // [checkpoint] Sharded checkpoints (checkpoint/, docs/checkpoints.md) of the lm and graph

@@ -32,6 +32,13 @@ enum class NonFinitePolicy { kSkipStep, kAbort };
 // [parallelism].backend: which library moves the tensors: MPI (CPU tensors) or NCCL (CUDA).
 enum class Backend { kMpi, kNccl };
 
+// [training].device and --device: where a rank computes. auto picks the CPU until graphtune's
+// CUDA step lands (docs/gpu.md); cuda names the GPU path, refused with its reason until then.
+enum class DeviceKind { kAuto, kCpu, kCuda };
+// What the launcher and the worker say to cuda on a host that has the GPUs for it.
+inline constexpr const char* kCudaNotSupportedYet =
+    "not supported yet: computing on CUDA (graphtune's steps run on the CPU today; use cpu)";
+
 template <typename E>
 struct NamedValue {
   E value;
@@ -63,6 +70,11 @@ struct NameTable<NonFinitePolicy> {
 template <>
 struct NameTable<Backend> {
   static constexpr NamedValue<Backend> entries[] = {{Backend::kMpi, "mpi"}, {Backend::kNccl, "nccl"}};
+};
+template <>
+struct NameTable<DeviceKind> {
+  static constexpr NamedValue<DeviceKind> entries[] = {
+      {DeviceKind::kAuto, "auto"}, {DeviceKind::kCpu, "cpu"}, {DeviceKind::kCuda, "cuda"}};
 };
 template <>
 struct NameTable<ScheduleKind> {

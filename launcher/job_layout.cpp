@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "formats/model_config.hpp"
+#include "launcher/cuda_devices.hpp"
 #include "launcher/hostfile.hpp"
 #include "launcher/memory_plan.hpp"
 
@@ -51,6 +53,22 @@ void check_layout_against_model(const JobConfig& cfg, int ranks) {
   check_parallel_layout(cfg, ranks, static_cast<int>(n_layers));
 }
 
+// cuda asked for, on this host: it must show a GPU, and one a rank. Other hosts' GPUs are seen
+// by their ranks, which check the same before any weight is read.
+void check_cuda_here(const JobConfig& cfg, int ranks_here) {
+  if (cfg.training.device != DeviceKind::kCuda || ranks_here == 0) return;
+  const CudaDevices gpus = visible_cuda_devices();
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string shown = visible ? std::string(", CUDA_VISIBLE_DEVICES=") + visible : "";
+  if (gpus.count == 0)
+    fail(cfg.origin("training", "device"), "cuda: no CUDA device on " + this_host_name() + " (" + gpus.why_none + shown + ")");
+  if (ranks_here > gpus.count)
+    fail(cfg.origin("training", "device"), "cuda: " + std::to_string(ranks_here) + " ranks on " + this_host_name() +
+                                               " but it shows " + std::to_string(gpus.count) + " GPU" +
+                                               (gpus.count == 1 ? "" : "s") + shown + ": one rank a GPU");
+  fail(cfg.origin("training", "device"), kCudaNotSupportedYet);
+}
+
 }  // namespace
 
 void set_override(Overrides& overrides, const std::string& key, const std::string& value) {
@@ -79,6 +97,7 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
   if (f.tp) apply_flag(L.overrides, "--tp", "parallelism.tp", std::to_string(f.tp));
   if (!f.schedule.empty()) apply_flag(L.overrides, "--schedule", "parallelism.schedule", f.schedule);
   if (f.microbatches) apply_flag(L.overrides, "--microbatches", "parallelism.microbatches", std::to_string(f.microbatches));
+  if (!f.device.empty()) apply_flag(L.overrides, "--device", "training.device", f.device);
 
   // The hosts first: a job that cannot have its ranks is refused before its config is judged.
   Hostfile hosts;
@@ -140,6 +159,7 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
     L.ranks_per_host = L.np;
     L.oversubscribe = L.np > cores;
   }
+  check_cuda_here(cfg, f.hostfile.empty() ? L.np : 0);
   if (use == ConfigUse::kTrain) check_layout_against_model(cfg, L.np);
   // Each rank gets its share of the cores unless the config says otherwise: OpenMP threads of
   // ranks on one host that add up to more than its cores slow every rank down.

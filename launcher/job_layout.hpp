@@ -17,6 +17,7 @@ struct LaunchFlags {
   int np = 0, dp = 0, pp = 0, tp = 0; // 0: not given
   std::string schedule;
   int microbatches = 0;
+  std::string device;                 // --device: = --training.device ("" = not given)
   std::string hostfile, include, exclude;
   std::string mpirun_args;
   std::string control_host = "127.0.0.1";

@@ -35,6 +35,7 @@ void add_parallel_flags(CLI::App* sub, LaunchFlags& f) {
 
 void add_common_flags(CLI::App* sub, LaunchFlags& f) {
   sub->add_option("-c,--config", f.config, "TOML job config (configs/)");
+  sub->add_option("--device", f.device, "auto | cpu | cuda: where the ranks compute (= --training.device)");
   sub->add_flag("--dry-run", f.dry_run, "check everything and print the commands, start nothing");
   sub->add_option("--control-host", f.control_host,
                   "address the launcher listens on for its workers (default 127.0.0.1; on a cluster, this "

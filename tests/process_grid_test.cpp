@@ -205,6 +205,26 @@ TEST(Config, ParallelismKeys) {
   EXPECT_NO_THROW(gt::read_job_config("", {{"parallelism.pp", "4"}, {"parallelism.schedule", "gpipe"}}));
 }
 
+TEST(Config, DeviceAndTheBackendItImplies) {
+  auto c = gt::read_job_config("", {});
+  EXPECT_EQ(c.training.device, gt::DeviceKind::kAuto);
+  EXPECT_EQ(c.parallelism.backend, gt::Backend::kMpi);
+  EXPECT_FALSE(c.parallelism.backend_given);
+  // cuda without a backend takes NCCL's; a backend given is kept.
+  c = gt::read_job_config("", {{"training.device", "cuda"}});
+  EXPECT_EQ(c.training.device, gt::DeviceKind::kCuda);
+  EXPECT_EQ(c.parallelism.backend, gt::Backend::kNccl);
+  c = gt::read_job_config("", {{"training.device", "cuda"}, {"parallelism.backend", "mpi"}});
+  EXPECT_EQ(c.parallelism.backend, gt::Backend::kMpi);
+  EXPECT_TRUE(c.parallelism.backend_given);
+  EXPECT_EQ(gt::read_job_config("", {{"training.device", "cpu"}}).parallelism.backend, gt::Backend::kMpi);
+  auto msg = one_line_error([] { gt::read_job_config("", {{"training.device", "cpu"}, {"parallelism.backend", "nccl"}}); });
+  EXPECT_NE(msg.find("--parallelism.backend: nccl moves CUDA tensors, but [training].device is cpu"), std::string::npos)
+      << msg;
+  msg = one_line_error([] { gt::read_job_config("", {{"training.device", "gpu"}}); });
+  EXPECT_NE(msg.find("--training.device: 'gpu' is not one of: auto, cpu, cuda"), std::string::npos) << msg;
+}
+
 TEST(Config, ParallelismErrors) {
   // The micro-batches are the layout's as a whole: checked with the ranks and the layers, after
   // the stages against the layers, and named as the reader names the key.

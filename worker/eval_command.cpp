@@ -41,6 +41,7 @@
 #include "train/graphgpt_setup.hpp"
 #include "train/mixed_precision.hpp"
 #include "worker/commands.hpp"
+#include "worker/device_choice.hpp"
 
 namespace gt {
 
@@ -102,6 +103,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   auto overrides = take_overrides(extra, rest);
   if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
   JobConfig cfg = read_job_config(config_path, overrides, ConfigUse::kEval);
+  choose_job_device(cfg);  // the CPU, or one line saying why not
   const std::string out_dir = out_flag.empty() ? cfg.eval.out_dir : out_flag;
   if (out_dir.empty()) fail("--out", "must not be empty");
 
@@ -249,14 +251,17 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto skip = std::make_shared<bool>(false);
+  auto device = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
       "eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)");
   sub->add_option("--config", *config, "TOML job config (the training config; [eval] for batch_size, max_new_tokens, out_dir)");
   sub->add_option("--out", *out, "output folder (default [eval].out_dir, i.e. [job].out_dir/eval)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
+  sub->add_option("--device", *device, "auto | cpu | cuda (= --training.device)");
   sub->allow_extras();
-  sub->callback([sub, config, out, skip, &exit_code] {
+  sub->callback([sub, config, out, skip, device, &exit_code] {
     auto extra = sub->remaining();
+    if (!device->empty()) extra.insert(extra.end(), {"--training.device", *device});
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
     try {
       exit_code = run_eval(*config, *out, extra);

@@ -13,13 +13,14 @@
 #include "tokenizer/tokenizer.hpp"
 #include "weights/load_model.hpp"
 #include "worker/commands.hpp"
+#include "worker/device_choice.hpp"
 
 namespace gt {
 
 namespace {
 
 struct GenerateArgs {
-  std::string model, tokenizer, prompt, dtype = "fp32", chat;
+  std::string model, tokenizer, prompt, dtype = "fp32", chat, device = "auto";
   int64_t max_new_tokens = 256;
   float temperature = 1.0f, top_p = 0.9f;
   uint64_t seed = 0;
@@ -41,6 +42,9 @@ int run_generate(const GenerateArgs& a) {
   if (a.top_p < 0 || a.top_p > 1) fail("--top-p", "must be in [0, 1]");
   const std::optional<DType> dtype = value_named<DType>(a.dtype);
   if (!dtype || *dtype == DType::kFp16) fail("--dtype", "expected fp32 or bf16, got '" + a.dtype + "'");
+  const std::optional<DeviceKind> device = value_named<DeviceKind>(a.device);
+  if (!device) fail("--device", "expected auto, cpu or cuda, got '" + a.device + "'");
+  choose_device(*device, "--device");  // the CPU, or one line saying why not
 
   // Validate everything cheap before reading weights.
   LlamaConfig cfg = read_model_config(a.model);
@@ -111,6 +115,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");
   sub->add_option("--seed", a->seed, "sampling seed (0 = from the clock)");
   sub->add_option("--dtype", a->dtype, "fp32 or bf16");
+  sub->add_option("--device", a->device, "auto, cpu or cuda (auto: the CPU until the CUDA path lands)");
   sub->add_option("--threads", a->threads, "CPU threads (0 = libtorch's default, OMP_NUM_THREADS)");
   sub->add_flag("--no-kv-cache", a->no_kv_cache,
                 "recompute the whole sequence for every new token (the baseline the KV cache is measured against)");

@@ -21,6 +21,7 @@
 #include "train/train_loop.hpp"
 #include "weights/load_model.hpp"
 #include "worker/commands.hpp"
+#include "worker/device_choice.hpp"
 
 namespace gt {
 
@@ -29,9 +30,7 @@ namespace {
 // Everything that can be wrong with the job itself, before any weight is read: the same on every
 // rank (same files, same flags), so only rank 0 says it.
 void check_job(const JobConfig& cfg, int world_size) {
-  if (cfg.parallelism.backend == Backend::kNccl)
-    fail(cfg.where("parallelism", "backend"), "not supported yet: training on the nccl backend (the trainers run on "
-                                               "CPU tensors; use \"mpi\")");
+  choose_job_device(cfg);  // the steps run on the CPU: the choice only refuses what cannot run
   int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
   if (!cfg.model.path.empty()) {
     const LlamaConfig mc = read_model_config(cfg.model.path);  // the config only, no weights
@@ -166,6 +165,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto resume = std::make_shared<std::string>();
   auto check_world = std::make_shared<int>(0);
   auto overwrite = std::make_shared<bool>(false);
+  auto device = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand("train", "train from a TOML config; any key overridable as --section.key VALUE");
   sub->add_option("-c,--config", *config, "TOML job config (configs/)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
@@ -177,9 +177,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
   sub->add_option("--check-world", *check_world,
                   "check the config and the layout for this many ranks, then exit (the launcher's preflight)")
       ->group("");
+  sub->add_option("--device", *device, "auto | cpu | cuda (= --training.device)");
   sub->allow_extras();
-  sub->callback([sub, config, skip, resume, check_world, overwrite, &exit_code] {
+  sub->callback([sub, config, skip, resume, check_world, overwrite, device, &exit_code] {
     auto extra = sub->remaining();
+    if (!device->empty()) extra.insert(extra.end(), {"--training.device", *device});
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
     if (*overwrite) extra.insert(extra.end(), {"--job.overwrite", "true"});
     if (!resume->empty()) extra.insert(extra.end(), {"--checkpoint.resume", *resume});
