@@ -28,6 +28,7 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 LlamaImpl::LlamaImpl(const LlamaConfig& cfg) : cfg_(cfg) {
   if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
+  rope_ = std::make_shared<RopeTables>(cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling_factor, cfg.max_seq_len);
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
   embed_tokens_ = add_named_param(*this, "model.embed_tokens.weight", mk({cfg.vocab_size, D}));
@@ -96,18 +97,7 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
   auto v = torch::linear(x, v_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
 
   // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions.
-  auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta,
-                                   torch::arange(0, hd, 2, torch::kInt64).to(torch::kFloat32) / hd);
-  torch::Tensor freqs;
-  if (position_ids.defined()) {  // per-row positions: [B, T, hd/2], broadcast over the heads
-    auto pos = position_ids.to(torch::kCPU, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
-    freqs = (pos.unsqueeze(-1) * inv_freq).unsqueeze(1);
-  } else {
-    auto pos = torch::arange(pos0, pos0 + T, torch::kInt64).to(torch::kFloat32) / cfg_.rope_scaling_factor;
-    freqs = torch::outer(pos, inv_freq);
-  }
-  auto emb = torch::cat({freqs, freqs}, -1);
-  auto cos = emb.cos().to(x.device(), x.scalar_type()), sin = emb.sin().to(x.device(), x.scalar_type());
+  const auto [cos, sin] = rope_->get(pos0, T, position_ids, x);
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
 

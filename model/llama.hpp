@@ -9,11 +9,13 @@
 #include <torch/nn/pimpl.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "formats/llama_config.hpp"
 #include "layout/partition.hpp"
+#include "model/rope.hpp"
 
 namespace gt {
 
@@ -103,6 +105,7 @@ class LlamaImpl : public torch::nn::Module {
                           KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
   LlamaConfig cfg_;
   bool checkpointing_ = false;
+  std::shared_ptr<RopeTables> rope_;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
 };

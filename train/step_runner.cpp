@@ -73,6 +73,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
 
   const int64_t chunks = accumulation_, m = parallelism_.microbatches;
   double local_loss = 0;
+  torch::Tensor summed_loss;  // without a pipeline: kept where the loss is, read once below
   for (int64_t k = 0; k < chunks; ++k) {
     // Replicas sum gradients once per optimizer step, during its very last backward: before
     // that they only accumulate locally.
@@ -95,11 +96,13 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
         if (reducer_) reducer_->set_sync(k == chunks - 1 && j == m - 1);
         auto loss = model.forward(k, j, {}) / denom;
         loss.backward();
-        local_loss += loss.item<double>();
+        const torch::Tensor l = loss.detach().to(torch::kFloat64);
+        summed_loss = summed_loss.defined() ? summed_loss + l : l;
         peak_in_flight_ = std::max(peak_in_flight_, 1);
       }
     }
   }
+  if (summed_loss.defined()) local_loss += summed_loss.item<double>();
   if (reducer_) reducer_->finish();
   if (rt_.shape.pp > 1)
     for (auto& p : params_.tied)
@@ -127,15 +130,14 @@ double StepRunner::grad_norm() const {
   auto contains = [](const std::vector<torch::Tensor>& v, const torch::Tensor& t) {
     return std::any_of(v.begin(), v.end(), [&](const torch::Tensor& x) { return x.is_same(t); });
   };
-  double sq = 0;
+  std::vector<torch::Tensor> counted;
   for (const auto& p : trainable_) {
-    if (!p.grad().defined()) continue;
     const bool sharded = contains(params_.tp_sharded, p);
     if (!sharded && rt_.coord.tp != 0) continue;  // replicated over tp: count it once
     if (contains(params_.tied, p) && !rt_.first_stage()) continue;
-    sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    counted.push_back(p);
   }
-  auto t = torch::tensor({sq}, torch::kFloat64);
+  torch::Tensor t = squared_grad_norm(counted);
   rt_.tp->all_reduce_sum(t);
   rt_.pp->all_reduce_sum(t);
   const double norm = std::sqrt(t.item<double>());

@@ -160,13 +160,17 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
     }
     return out;
   };
-  auto norm = [&] {
-    double sq = 0;
-    for (const auto& p : params)
-      if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
-    return std::sqrt(sq);
-  };
+  auto norm = [&] { return std::sqrt(squared_grad_norm(params).item<double>()); };
   return run_train_loop(decay, no_decay, optimizer, lr_scheduler, training, steps, step, norm, on_log);
+}
+
+torch::Tensor squared_grad_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return torch::zeros({1}, torch::kFloat64);
+  const std::vector<torch::Tensor> norms = torch::_foreach_norm(grads, 2);
+  return torch::stack(norms).to(torch::kFloat64).pow(2).sum().reshape({1}).to(torch::kCPU);
 }
 
 }  // namespace gt

@@ -70,6 +70,12 @@ struct TrainLoopHooks {
   std::function<void(int64_t steps_done, torch::optim::AdamW*)> save_now;
 };
 
+// The sum of the squares of these gradients (undefined ones skipped), as a one-element float64
+// tensor on the CPU: computed where the gradients are, each tensor's norm in its own dtype by
+// one fused kernel, then the per-tensor norms squared and summed in float64, which costs
+// nothing at that size. One device-to-host copy, no read-back per parameter.
+torch::Tensor squared_grad_norm(const std::vector<torch::Tensor>& params);
+
 // step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
 // grad_norm() then returns the norm of the whole model's gradient (across ranks when the model
 // is split: train/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
