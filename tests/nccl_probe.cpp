@@ -1,5 +1,5 @@
 // make_world_communicator (comm/comm_backend.hpp) from a real process, driven by
-// tests/cli/nccl.sh here and scripts/device/nccl_check.sh on a GPU machine. Modes:
+// tests/cli/nccl.sh here and scripts/device/gpu_check.sh on a GPU machine. Modes:
 //   open BACKEND    creates the world communicator and prints "rank R of N"; on a machine
 //                   without a GPU, "nccl" must end in one line and exit 2
 //   ops BACKEND     every operation's values on the backend's device (CPU for mpi, the

@@ -8,19 +8,28 @@
 //   badshape  2 ranks: rank 1 plays a broken last stage that answers micro-batch 0 with a
 //             gradient one row too long; rank 0's executor must throw a std::logic_error naming
 //             both shapes, which this driver prints before aborting the job
+// A second argument, nccl, runs `check` with the tensors on the GPU and the stages talking over
+// the NCCL backend (scripts/device/gpu_check.sh: two ranks may share one GPU there, each with
+// its own NCCL_HOSTID); the checks' own agreement always goes over MPI.
 // Rank 0 prints "ok NAME" per check that held on every rank; a rank whose side failed prints
 // "FAIL" and exits 1, so mpirun exits non-zero.
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <torch/cuda.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "comm/comm_backend.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/world.hpp"
 #include "layout/schedule.hpp"
@@ -35,6 +44,8 @@ using gt::testing::failures;
 constexpr int kHidden = 6;
 constexpr int kLayers = 8;  // divisible by 2 and 4 stages
 constexpr int kHeaderBytes = gt::kPipelineHeaderLength * 8;
+
+torch::Device g_device = torch::kCPU;  // where the toy model, its data and the messages live
 
 
 struct Toy {
@@ -51,11 +62,11 @@ Toy make_toy(uint64_t seed) {
   auto opts = torch::TensorOptions().dtype(torch::kDouble);
   Toy t;
   for (int l = 0; l < kLayers; ++l) {
-    t.weight.push_back((torch::randn({kHidden, kHidden}, opts) * 0.5).requires_grad_());
-    t.bias.push_back((torch::randn({kHidden}, opts) * 0.1).requires_grad_());
+    t.weight.push_back((torch::randn({kHidden, kHidden}, opts) * 0.5).to(g_device).requires_grad_());
+    t.bias.push_back((torch::randn({kHidden}, opts) * 0.1).to(g_device).requires_grad_());
   }
-  t.head_weight = (torch::randn({1, kHidden}, opts) * 0.5).requires_grad_();
-  t.head_bias = torch::zeros({1}, opts).requires_grad_();
+  t.head_weight = (torch::randn({1, kHidden}, opts) * 0.5).to(g_device).requires_grad_();
+  t.head_bias = torch::zeros({1}, opts).to(g_device).requires_grad_();
   return t;
 }
 
@@ -70,8 +81,8 @@ Batches make_batches(int m, uint64_t seed) {
   torch::manual_seed(seed);
   Batches b;
   for (int i = 0; i < m; ++i) {
-    b.inputs.push_back(torch::randn({length_of(i), kHidden}, torch::kDouble));
-    b.targets.push_back(torch::randn({length_of(i), 1}, torch::kDouble));
+    b.inputs.push_back(torch::randn({length_of(i), kHidden}, torch::kDouble).to(g_device));
+    b.targets.push_back(torch::randn({length_of(i), 1}, torch::kDouble).to(g_device));
   }
   return b;
 }
@@ -93,7 +104,8 @@ bool close(const torch::Tensor& got, const torch::Tensor& want, double rel = 1e-
   return scale > 0 && (got - want).abs().max().item<double>() <= rel * scale;
 }
 
-// One configuration: p stages on `pp` (a group of `world`), m micro-batches, one schedule.
+// One configuration: p stages on `pp` (a group of the data communicator), m micro-batches, one
+// schedule; `world` (MPI) carries the checks' agreement.
 void check_pipeline(gt::Communicator& world, gt::Communicator& pp, const std::string& kind, int m) {
   const int p = pp.size(), s = pp.rank();
   const bool last = s == p - 1;
@@ -104,7 +116,7 @@ void check_pipeline(gt::Communicator& world, gt::Communicator& pp, const std::st
 
   // The reference: every layer and micro-batch in one process, one backward of the summed loss.
   std::vector<double> serial_losses;
-  torch::Tensor total = torch::zeros({}, torch::kDouble);
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(g_device));
   for (int i = 0; i < m; ++i) {
     torch::Tensor l = loss_of(serial, run_layers(serial, 0, kLayers, data.inputs[i]), data.targets[i], m);
     serial_losses.push_back(l.item<double>());
@@ -120,6 +132,7 @@ void check_pipeline(gt::Communicator& world, gt::Communicator& pp, const std::st
   };
   const gt::Schedule schedule = kind == "gpipe" ? gt::gpipe_schedule(p, m) : gt::one_f_one_b_schedule(p, m);
   gt::PipelineExecutor executor(pp, schedule[s]);
+  executor.set_device(g_device);
   const std::vector<double> losses = executor.run(stage);
 
   bool losses_match = last ? losses.size() == size_t(m) : losses.empty();
@@ -170,13 +183,13 @@ void check_pipeline(gt::Communicator& world, gt::Communicator& pp, const std::st
   expect(world, label + ": a second step reproduces the first exactly", same && executor.stats().peak_in_flight == want_peak);
 }
 
-void check(gt::Communicator& world) {
+void check(gt::Communicator& world, gt::Communicator& data) {
   const int n = world.size();
   for (int m : n == 2 ? std::vector<int>{4, 8} : std::vector<int>{4, 6})
-    for (const char* kind : {"gpipe", "1f1b"}) check_pipeline(world, world, kind, m);
+    for (const char* kind : {"gpipe", "1f1b"}) check_pipeline(world, data, kind, m);
   if (n == 4) {
     // Two pipelines of two stages: stage numbers are ranks of the group, not of the world.
-    auto pp = world.split(world.rank() % 2, world.rank());
+    auto pp = data.split(world.rank() % 2, world.rank());
     for (const char* kind : {"gpipe", "1f1b"}) check_pipeline(world, *pp, kind, 4);
   }
   world.barrier();
@@ -205,8 +218,9 @@ void badshape(gt::Communicator& world) {
 
 int body(int argc, char** argv) {
   gt::World mpi(&argc, &argv);
-  if (argc != 2 || !mpi.under_mpi()) {
-    std::fprintf(stderr, "usage: mpirun -np N %s check|badshape\n", argv[0]);
+  const bool nccl = argc == 3 && std::string(argv[2]) == "nccl";
+  if ((argc != 2 && !nccl) || !mpi.under_mpi()) {
+    std::fprintf(stderr, "usage: mpirun -np N %s check|badshape [nccl]\n", argv[0]);
     return 2;
   }
   auto world = gt::MpiCommunicator::world();
@@ -214,8 +228,16 @@ int body(int argc, char** argv) {
   torch::set_num_threads(1);       // ranks share the cores
   const std::string mode = argv[1];
   try {
+    std::unique_ptr<gt::Communicator> gpu;
+    if (nccl) {
+      gpu = gt::make_world_communicator(gt::Backend::kNccl, 30);
+      const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+      const int gpus = static_cast<int>(torch::cuda::device_count());
+      // The GPU the NCCL backend took for this rank: its local rank among the visible ones.
+      g_device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>((local ? std::atoi(local) : 0) % std::max(gpus, 1)));
+    }
     if (mode == "check" && (world->size() == 2 || world->size() == 4)) {
-      check(*world);
+      check(*world, gpu ? *gpu : *world);
       return failures ? 1 : 0;
     }
     if (mode == "badshape" && world->size() == 2) {
