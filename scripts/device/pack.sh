@@ -10,12 +10,13 @@
 #            relocated on the machine with OPAL_PREFIX
 #   assets/  stories260K, its tokenizer and the golden text (from ../shared/assets)
 # Nothing is built here: build first (scripts/test.sh or ninja -C BUILD_DIR).
-#   usage: scripts/device/pack.sh [BUILD_DIR]      (default build)
+#   usage: scripts/device/pack.sh [BUILD_DIR]      (default build; PACK_DIR=... packs elsewhere,
+#          as tests/cli/device_pack.sh does)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
 ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
-PACK=device_pack
+PACK=${PACK_DIR:-device_pack}
 LIMIT_MIB=56  # of the 64 MiB that travel: the rest is the repository itself
 
 bins=("$BUILD/launcher/graphtune" "$BUILD/worker/graphtune-worker" "$BUILD/tests/nccl_probe"
@@ -26,8 +27,11 @@ for f in "${bins[@]}" "$nccl_lib"; do
 done
 [ -f "$ASSETS/llm/stories260K.bin" ] || { echo "pack: no shared assets at $ASSETS" >&2; exit 1; }
 command -v dpkg >/dev/null || { echo "pack: needs dpkg to find OpenMPI's files" >&2; exit 1; }
-grep -qx '/device_pack/' .gitignore || { echo "pack: .gitignore must list /device_pack/" >&2; exit 1; }
+[ -n "${PACK_DIR:-}" ] || grep -qx '/device_pack/' .gitignore || { echo "pack: .gitignore must list /device_pack/" >&2; exit 1; }
 
+if [ -e "$PACK" ] && [ -n "$(ls -A "$PACK")" ] && [ ! -x "$PACK/bin/graphtune" ]; then
+  echo "pack: $PACK exists and is not an earlier pack: not replacing it" >&2; exit 1
+fi
 rm -rf "$PACK"
 mkdir -p "$PACK/bin" "$PACK/lib" "$PACK/mpi" "$PACK/assets/llm"
 cp "${bins[@]}" "$PACK/bin/"
@@ -60,7 +64,7 @@ find "$PACK/bin" "$PACK/lib" "$PACK/mpi" -type f | while read -r elf; do
 done | sort -u | while read -r name path; do
   real=$(readlink -f "$path")
   [[ "$name" =~ $skip ]] && continue
-  case "$real" in "$site"/* | /usr/local/cuda* | "$PWD/$PACK"/*) continue ;; esac
+  case "$real" in "$site"/* | /usr/local/cuda* | "$(readlink -f "$PACK")"/*) continue ;; esac
   [ -e "$PACK/mpi/usr/lib/x86_64-linux-gnu/$name" ] && continue  # OpenMPI's own, packed above
   [ -e "$PACK/lib/$name" ] || cp "$real" "$PACK/lib/$name"
 done
