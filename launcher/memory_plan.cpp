@@ -43,11 +43,20 @@ constexpr double kCpuRetention = 0.65;
 // Blocks above glibc's largest dynamic mmap threshold are always mmapped and given back.
 constexpr double kGlibcMaxMmapThreshold = 32 * kMiB;
 
-// --- GPU assumptions (not measured here: no GPU on the build machine).
-// CUDA context, cuBLAS workspace and libtorch's kernels: ~0.5 GiB context + ~0.25 GiB more.
-constexpr double kCudaOverhead = 0.75 * kGiB;
-// The caching allocator's fragmentation, as a share of the activations (a common rule of thumb).
+// --- GPU terms. Estimates, each marked as one in the output, until a lent GPU measures them
+// (scripts/device/gpu_check.sh measures the first two):
+// * the CUDA context with libtorch's kernels (CUDA 12+ loads modules lazily);
+constexpr double kCudaContext = 0.5 * kGiB;
+// * the cuBLAS and cuBLASLt workspaces the first matmuls allocate beside the caching allocator;
+constexpr double kCublasWorkspace = 0.125 * kGiB;
+// * NCCL's buffers for each communicator a rank shares with peers: 4 MiB (NCCL_BUFFSIZE) per
+//   channel and direction, up to 16 channels between two PCIe GPUs, plus its proxy state;
+constexpr double kNcclPerCommunicator = 0.25 * kGiB;
+// * the caching allocator's fragmentation, as a share of the activations (a rule of thumb).
 constexpr double kCudaFragmentation = 0.10;
+// What a plan keeps free on every GPU: room for the estimates above to be low, for a batch's
+// spike past the planned sequence length, and for another process's context.
+constexpr double kSafetyShare = 0.10;
 
 // GraphGPT's graph transformer at width 128: W_P, 3 layers of q/k/v + LayerNorm, inverW_P.
 int64_t graph_encoder_params(int64_t w) { return (w * w + w) + 3 * (3 * w * w + 2 * w) + (w * w + w); }
@@ -203,6 +212,8 @@ std::vector<Layout> layouts_for(int n, const PlanJob& job) {
   return out;
 }
 
+double safety_margin_bytes(const Devices& devices) { return devices.cpu ? 0.0 : kSafetyShare * devices.bytes_each; }
+
 double cpu_baseline_bytes(int ranks) { return (ranks > 1 ? kCpuBaselineMpiMiB : kCpuBaselineOneMiB) * kMiB; }
 
 LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout& layout) {
@@ -286,19 +297,23 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
       const double retained = per_tensor > kGlibcMaxMmapThreshold ? 0.0 : kCpuRetention;
       r.allocator = retained * r.in_flight * mb_full;
     } else {
-      r.overhead = kCudaOverhead;
+      r.overhead = kCudaContext + kCublasWorkspace;
+      // The world, and each of dp, pp and tp that has more than one rank.
+      const int communicators = (world > 1) + (layout.dp > 1) + (layout.pp > 1) + (layout.tp > 1);
+      r.nccl = communicators * kNcclPerCommunicator;
       r.allocator = kCudaFragmentation * r.activations;
     }
     // Building: every rank constructs the whole model in fp32 (and, loading, maps the file
     // beside it) before keep_only drops what its stage does not run.
     const double whole = 4.0 * static_cast<double>(m.total_params() + (V - m.vocab_size) * D);
     const bool loads = graph || job.weights_from_file;
-    r.setup_peak = r.overhead + whole * (loads ? 2.0 : 1.0);
-    if (!devices.cpu) r.setup_peak = 0;  // built in host memory, not on the GPU
+    r.host_ram = cpu_baseline_bytes(world) + whole * (loads ? 2.0 : 1.0);
+    r.setup_peak = devices.cpu ? r.overhead + whole * (loads ? 2.0 : 1.0) : 0.0;  // GPU: built in host memory
     const double training = r.weights + r.autocast_copies + std::max(r.activations, r.grads) + r.optimizer + r.comm +
-                            r.overhead + r.allocator;
+                            r.overhead + r.nccl + r.allocator;
     r.total = std::max(training, r.setup_peak);
     plan.peak = std::max(plan.peak, r.total);
+    plan.host_ram = std::max(plan.host_ram, r.host_ram);
     // Per step: dp all-reduce of the gradients (2x their bytes, ring), pp activations forward
     // and gradients back for every micro-batch.
     double step_comm = 0;
@@ -312,7 +327,7 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
   }
   if (!devices.cpu) {
     plan.margin = devices.bytes_each - plan.peak;
-    plan.fits = plan.margin >= 0;
+    plan.fits = plan.margin >= safety_margin_bytes(devices);
   }
   return plan;
 }

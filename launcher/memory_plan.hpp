@@ -80,9 +80,13 @@ struct RankMemory {
   // frees the activations: the peak holds the larger of the two, not both.
   double grads = 0;
   double comm = 0;                // dp gradient buckets + pp activations/gradients in transit
-  double overhead = 0;            // process baseline (CPU) or CUDA context (GPU)
+  double overhead = 0;            // process baseline (CPU), or CUDA context + cuBLAS workspace (GPU)
+  double nccl = 0;                // NCCL's buffers, per communicator with peers (GPU)
   double allocator = 0;           // memory the allocator keeps beyond live tensors (CPU: glibc)
   double setup_peak = 0;          // building the model: the whole model (and its file) before the stage keeps its share
+  // Host memory of the rank at its peak, loading: the process baseline, the whole model in fp32
+  // and its file, before the stage keeps its share (a GPU plan's weights are built on the host).
+  double host_ram = 0;
   double total = 0;               // the peak: max(training, setup)
   int64_t trainable_params = 0;
 };
@@ -92,9 +96,13 @@ struct LayoutPlan {
   std::vector<RankMemory> stages;  // one per pipeline stage (dp and tp ranks are alike)
   double peak = 0;                 // the largest rank's total
   double comm_per_step = 0;        // bytes a rank moves per step (dp all-reduce + pp transfers)
-  bool fits = true;
-  double margin = 0;  // device memory - peak (negative: does not fit)
+  double host_ram = 0;             // the largest rank's host memory at load
+  bool fits = true;   // GPU: at least safety_margin_bytes free on every GPU
+  double margin = 0;  // device memory - peak (negative: does not fit at all)
 };
+
+// What a GPU plan keeps free on every GPU: 10% of its memory (0 on CPU).
+double safety_margin_bytes(const Devices& devices);
 
 LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout& layout);
 std::vector<LayoutPlan> plan_all(const PlanJob& job, const Devices& devices);

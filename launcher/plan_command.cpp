@@ -65,8 +65,11 @@ std::string mib(double bytes) {
 void print_layout(const LayoutPlan& p, const PlanJob& job, const Devices& d, bool mark) {
   auto size = [&](double b) { return d.cpu ? mib(b) : gib(b); };
   std::printf("%slayout dp %d pp %d tp %d:", mark ? "* " : "  ", p.layout.dp, p.layout.pp, p.layout.tp);
+  const double keep = safety_margin_bytes(d);
   if (d.cpu) std::printf(" peak %s per rank\n", size(p.peak).c_str());
   else if (p.fits) std::printf(" fits, %s free on the fullest GPU\n", size(p.margin).c_str());
+  else if (p.margin >= 0)
+    std::printf(" does not hold the margin: %s free on the fullest GPU, %s kept\n", size(p.margin).c_str(), size(keep).c_str());
   else std::printf(" does not fit by %s\n", size(-p.margin).c_str());
   for (const RankMemory& r : p.stages) {
     std::printf("    stage %d (layers [%lld, %lld), %d micro-batch%s in flight): weights %s", r.stage,
@@ -74,10 +77,13 @@ void print_layout(const LayoutPlan& p, const PlanJob& job, const Devices& d, boo
                 r.in_flight == 1 ? "" : "es", size(r.weights + r.autocast_copies).c_str());
     std::printf(" | activations %s (with checkpointing %s, without %s)", size(r.activations).c_str(),
                 size(r.activations_ckpt).c_str(), size(r.activations_full).c_str());
-    std::printf(" | %lld trainable: grads %s, AdamW %s | comm %s | runtime %s | allocator %s",
-                static_cast<long long>(r.trainable_params), size(r.grads).c_str(), size(r.optimizer).c_str(),
-                size(r.comm).c_str(), size(r.overhead).c_str(), size(r.allocator).c_str());
+    std::printf(" | %lld trainable: grads %s, AdamW %s | comm %s", static_cast<long long>(r.trainable_params),
+                size(r.grads).c_str(), size(r.optimizer).c_str(), size(r.comm).c_str());
+    if (d.cpu) std::printf(" | runtime %s", size(r.overhead).c_str());
+    else std::printf(" | CUDA context + cuBLAS %s, NCCL %s (estimates)", size(r.overhead).c_str(), size(r.nccl).c_str());
+    std::printf(" | allocator %s", size(r.allocator).c_str());
     if (d.cpu) std::printf(" | building %s", size(r.setup_peak).c_str());
+    else std::printf(" | host RAM at load %s", size(r.host_ram).c_str());
     std::printf(" | total %s\n", size(r.total).c_str());
   }
   (void)job;
@@ -148,19 +154,47 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
   const int best = d.cpu ? -1 : recommend(plans);
   for (size_t i = 0; i < plans.size(); ++i) print_layout(plans[i], job, d, static_cast<int>(i) == best);
   if (d.cpu) return 0;
-  if (best >= 0) {
-    const Layout& l = plans[static_cast<size_t>(best)].layout;
-    std::printf("recommended: dp %d pp %d tp %d (rule: among the layouts that fit, the most data parallelism, then "
-                "the least communication per step, then the most free memory)\n",
-                l.dp, l.pp, l.tp);
+  const LayoutPlan* chosen = best >= 0 ? &plans[static_cast<size_t>(best)] : nullptr;
+  // Checkpointing off and the margin thin or missing: the same job with it, as GraphGPT runs.
+  std::optional<LayoutPlan> with_ckpt;
+  if (!job.checkpointing && (!chosen || chosen->margin < 2 * safety_margin_bytes(d))) {
+    PlanJob j = job;
+    j.checkpointing = true;
+    std::vector<LayoutPlan> alt = plan_all(j, d);
+    const int i = recommend(alt);
+    if (i >= 0) with_ckpt = alt[static_cast<size_t>(i)];
+  }
+  const LayoutPlan& host = chosen ? *chosen : with_ckpt ? *with_ckpt : plans.front();
+  std::printf("host RAM per rank at load: at most %s (every rank builds the whole model in fp32 beside its file, "
+              "counted at fp32 size, before it keeps its stage)%s\n",
+              gib(host.host_ram).c_str(),
+              d.count > 1 ? ("; all " + std::to_string(d.count) + " ranks on one host: up to " + gib(d.count * host.host_ram)).c_str() : "");
+  const char* rule = "among the layouts that hold the margin, the most data parallelism, then the least communication "
+                     "per step, then the most free memory";
+  if (chosen) {
+    const Layout& l = chosen->layout;
+    std::printf("recommended: dp %d pp %d tp %d, %s free of the %s kept on each GPU (rule: %s)\n", l.dp, l.pp, l.tp,
+                gib(chosen->margin).c_str(), gib(safety_margin_bytes(d)).c_str(), rule);
+    if (with_ckpt)
+      std::printf("  the margin is thin: with activation checkpointing (--training.activation_checkpointing true) "
+                  "dp %d pp %d tp %d has %s free\n",
+                  with_ckpt->layout.dp, with_ckpt->layout.pp, with_ckpt->layout.tp, gib(with_ckpt->margin).c_str());
     return 0;
   }
-  std::printf("nothing fits on %d x %s; what would:\n", d.count, gib(d.bytes_each).c_str());
+  if (with_ckpt) {
+    const Layout& l = with_ckpt->layout;
+    std::printf("recommended: dp %d pp %d tp %d with activation checkpointing (--training.activation_checkpointing "
+                "true), %s free of the %s kept on each GPU: without it nothing holds the margin (rule: %s)\n",
+                l.dp, l.pp, l.tp, gib(with_ckpt->margin).c_str(), gib(safety_margin_bytes(d)).c_str(), rule);
+    return 0;
+  }
+  std::printf("nothing holds the %s margin on %d x %s; what would:\n", gib(safety_margin_bytes(d)).c_str(), d.count,
+              gib(d.bytes_each).c_str());
   for (const Suggestion& s : suggestions(job, d)) {
     const LayoutPlan& p = s.best;
     std::printf("  %s: dp %d pp %d tp %d needs %s per GPU, %s\n", s.change.c_str(), p.layout.dp, p.layout.pp,
                 p.layout.tp, gib(p.peak).c_str(),
-                p.fits ? "fits" : ("does not fit by " + gib(-p.margin)).c_str());
+                p.fits ? "fits" : ("does not fit by " + gib(safety_margin_bytes(d) - p.margin)).c_str());
   }
   return 0;
 }

