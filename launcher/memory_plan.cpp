@@ -303,12 +303,18 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
       r.nccl = communicators * kNcclPerCommunicator;
       r.allocator = kCudaFragmentation * r.activations;
     }
-    // Building: every rank constructs the whole model in fp32 (and, loading, maps the file
-    // beside it) before keep_only drops what its stage does not run.
+    // Building. Read from a file, a rank reads its stage's weights alone, each straight into its
+    // storage dtype, and gives each tensor's file pages back once copied: its weights plus the
+    // largest tensor's pages (counted at the storage dtype's size: the usual bf16 file of a
+    // bf16 run). Fresh, the model is drawn whole in fp32 and then cut, so that every layout
+    // starts from the same weights.
     const double whole = 4.0 * static_cast<double>(m.total_params() + (V - m.vocab_size) * D);
     const bool loads = graph || job.weights_from_file;
-    r.host_ram = cpu_baseline_bytes(world) + whole * (loads ? 2.0 : 1.0);
-    r.setup_peak = devices.cpu ? r.overhead + whole * (loads ? 2.0 : 1.0) : 0.0;  // GPU: built in host memory
+    const double stored = graph ? (job.bf16 ? 2.0 : 4.0) : 4.0;  // bytes a held weight is kept in
+    const double largest = static_cast<double>(std::max<int64_t>(V, m.hidden_dim) * D);
+    const double building = loads ? r.weights + stored * largest : whole;
+    r.host_ram = cpu_baseline_bytes(world) + building;
+    r.setup_peak = devices.cpu ? r.overhead + building : 0.0;  // GPU: built in host memory
     const double training = r.weights + r.autocast_copies + std::max(r.activations, r.grads) + r.optimizer + r.comm +
                             r.overhead + r.nccl + r.allocator;
     r.total = std::max(training, r.setup_peak);

@@ -83,9 +83,10 @@ struct RankMemory {
   double overhead = 0;            // process baseline (CPU), or CUDA context + cuBLAS workspace (GPU)
   double nccl = 0;                // NCCL's buffers, per communicator with peers (GPU)
   double allocator = 0;           // memory the allocator keeps beyond live tensors (CPU: glibc)
-  double setup_peak = 0;          // building the model: the whole model (and its file) before the stage keeps its share
-  // Host memory of the rank at its peak, loading: the process baseline, the whole model in fp32
-  // and its file, before the stage keeps its share (a GPU plan's weights are built on the host).
+  double setup_peak = 0;          // building the model (CPU): its stage's weights and one tensor's file pages
+  // Host memory of the rank at load: the process baseline, its stage's weights in their
+  // storage dtype and the file pages of the tensor being copied (a GPU plan's weights are read
+  // on the host first); a fresh model is drawn whole in fp32, then cut.
   double host_ram = 0;
   double total = 0;               // the peak: max(training, setup)
   int64_t trainable_params = 0;

@@ -165,9 +165,9 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
     if (i >= 0) with_ckpt = alt[static_cast<size_t>(i)];
   }
   const LayoutPlan& host = chosen ? *chosen : with_ckpt ? *with_ckpt : plans.front();
-  std::printf("host RAM per rank at load: at most %s (every rank builds the whole model in fp32 beside its file, "
-              "counted at fp32 size, before it keeps its stage)%s\n",
-              gib(host.host_ram).c_str(),
+  std::printf("host RAM per rank at load, dp %d pp %d tp %d: about %s (its stage's weights in their storage dtype, "
+              "read tensor by tensor)%s\n",
+              host.layout.dp, host.layout.pp, host.layout.tp, gib(host.host_ram).c_str(),
               d.count > 1 ? ("; all " + std::to_string(d.count) + " ranks on one host: up to " + gib(d.count * host.host_ram)).c_str() : "");
   const char* rule = "among the layouts that hold the margin, the most data parallelism, then the least communication "
                      "per step, then the most free memory";

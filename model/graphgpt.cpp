@@ -26,9 +26,11 @@ GraphGptImpl::GraphGptImpl(Llama llm_, GraphEncoder encoder_, GraphProjector pro
     fail("model", "projector output " + std::to_string(projector->llm_dim()) + " != LLM hidden size " +
                       std::to_string(llm->config().dim));
   torch::NoGradGuard ng;
+  // Seeded from the table; a pipeline stage without it never uses them (stage 0 does).
   const auto& emb = llm->embedding_weight();
   graph_token_rows_ = register_parameter(
-      "graph_token_rows", torch::stack({emb[ids.start], emb[ids.end]}).detach().clone());
+      "graph_token_rows", emb.numel() > 0 ? torch::stack({emb[ids.start], emb[ids.end]}).to(torch::kFloat32)
+                                          : torch::zeros({2, llm->config().dim}, torch::kFloat32));
 }
 
 void GraphGptImpl::freeze_for_graph_tuning() {

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -26,27 +27,40 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 }  // namespace
 
-LlamaImpl::LlamaImpl(const LlamaConfig& cfg) : cfg_(cfg) {
+LlamaImpl::LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage) : cfg_(cfg), stage_(stage) {
   if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
+  if (stage_.last < 0) stage_.last = cfg.n_layers;
   rope_ = std::make_shared<RopeTables>(cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling_factor, cfg.max_seq_len);
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
-  auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
-  embed_tokens_ = add_named_param(*this, "model.embed_tokens.weight", mk({cfg.vocab_size, D}));
+  // Each weight at its shape if this stage holds it, else empty: never allocated.
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    shapes_[name] = shape;
+    const auto opts = torch::TensorOptions().dtype(stage_.dtype);
+    return add_named_param(*this, name, holds(name) ? torch::empty(shape, opts) : torch::empty({0}, opts));
+  };
+  embed_tokens_ = add("model.embed_tokens.weight", {cfg.vocab_size, D});
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    attn_norm_.push_back(add_named_param(*this, p + "input_layernorm.weight", mk({D})));
-    q_.push_back(add_named_param(*this, p + "self_attn.q_proj.weight", mk({D, D})));
-    k_.push_back(add_named_param(*this, p + "self_attn.k_proj.weight", mk({KV, D})));
-    v_.push_back(add_named_param(*this, p + "self_attn.v_proj.weight", mk({KV, D})));
-    o_.push_back(add_named_param(*this, p + "self_attn.o_proj.weight", mk({D, D})));
-    ffn_norm_.push_back(add_named_param(*this, p + "post_attention_layernorm.weight", mk({D})));
-    gate_.push_back(add_named_param(*this, p + "mlp.gate_proj.weight", mk({H, D})));
-    up_.push_back(add_named_param(*this, p + "mlp.up_proj.weight", mk({H, D})));
-    down_.push_back(add_named_param(*this, p + "mlp.down_proj.weight", mk({D, H})));
+    attn_norm_.push_back(add(p + "input_layernorm.weight", {D}));
+    q_.push_back(add(p + "self_attn.q_proj.weight", {D, D}));
+    k_.push_back(add(p + "self_attn.k_proj.weight", {KV, D}));
+    v_.push_back(add(p + "self_attn.v_proj.weight", {KV, D}));
+    o_.push_back(add(p + "self_attn.o_proj.weight", {D, D}));
+    ffn_norm_.push_back(add(p + "post_attention_layernorm.weight", {D}));
+    gate_.push_back(add(p + "mlp.gate_proj.weight", {H, D}));
+    up_.push_back(add(p + "mlp.up_proj.weight", {H, D}));
+    down_.push_back(add(p + "mlp.down_proj.weight", {D, H}));
   }
-  norm_ = add_named_param(*this, "model.norm.weight", mk({D}));
-  if (!cfg.tie_embeddings) lm_head_ = add_named_param(*this, "lm_head.weight", mk({cfg.vocab_size, D}));
-  init_weights(0);
+  norm_ = add("model.norm.weight", {D});
+  if (!cfg.tie_embeddings) lm_head_ = add("lm_head.weight", {cfg.vocab_size, D});
+  if (stage_.initialise) init_weights(0);
+}
+
+bool LlamaImpl::holds(const std::string& name) const {
+  const int64_t l = layer_of(name);
+  if (l >= 0) return l >= stage_.first && l < stage_.last;
+  if (name == "model.embed_tokens.weight") return stage_.embedding || (stage_.head && cfg_.tie_embeddings);
+  return stage_.head;  // final norm, lm_head
 }
 
 void LlamaImpl::init_weights(uint64_t seed) {
@@ -71,8 +85,15 @@ std::vector<std::pair<std::string, torch::Tensor>> LlamaImpl::named_weights() co
   return out;
 }
 
-void LlamaImpl::load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source) {
-  copy_named_weights(named_weights(), weights, source, "this model config");
+void LlamaImpl::load_weights(std::map<std::string, torch::Tensor> weights, const std::string& source) {
+  std::vector<std::pair<std::string, torch::Tensor>> held;
+  for (auto& [name, p] : named_weights())
+    if (holds(name)) held.emplace_back(name, p);
+  for (auto it = weights.begin(); it != weights.end();) {
+    if (!shapes_.count(it->first)) fail(source, "unexpected tensor '" + it->first + "' for this model config");
+    it = holds(it->first) ? std::next(it) : weights.erase(it);
+  }
+  copy_named_weights(held, std::move(weights), source, "this model config");
 }
 
 torch::Tensor LlamaImpl::embed(const torch::Tensor& tokens) {
@@ -218,28 +239,24 @@ int64_t LlamaImpl::layer_of(const std::string& name) {
   return std::stoll(name.substr(prefix.size()));
 }
 
-StageWeights LlamaImpl::stage_weights() const {
+StageWeights LlamaImpl::stage_weights(const LlamaConfig& cfg) {
+  const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   StageWeights w;
-  w.layers.assign(static_cast<size_t>(cfg_.n_layers), 0);
-  for (auto& [name, p] : named_weights()) {
-    const int64_t l = layer_of(name);
-    if (l >= 0) w.layers[static_cast<size_t>(l)] += p.numel();
-    else (name == "model.embed_tokens.weight" ? w.first_extra : w.last_extra) += p.numel();
-  }
-  if (cfg_.tie_embeddings) w.last_extra += cfg_.vocab_size * cfg_.dim;  // the head's copy of the table
+  // Two norms, q and o, k and v, gate up and down: as the constructor shapes them.
+  w.layers.assign(static_cast<size_t>(cfg.n_layers), 2 * D + 2 * D * D + 2 * KV * D + 3 * H * D);
+  w.first_extra = cfg.vocab_size * D;
+  w.last_extra = D + cfg.vocab_size * D;  // final norm, and the head or the tied table's copy
   return w;
 }
 
 void LlamaImpl::keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head) {
   torch::NoGradGuard ng;
-  for (auto& [name, p] : named_weights()) {
-    const int64_t l = layer_of(name);
-    bool keep;
-    if (l >= 0) keep = l >= first && l < last;
-    else if (name == "model.embed_tokens.weight") keep = keep_embedding || (keep_head && cfg_.tie_embeddings);
-    else keep = keep_head;  // final norm, lm_head
-    if (!keep) p.set_data(torch::empty({0}, p.options()));
-  }
+  stage_.first = std::max(stage_.first, first);
+  stage_.last = std::min(stage_.last, last);
+  stage_.embedding = stage_.embedding && keep_embedding;
+  stage_.head = stage_.head && keep_head;
+  for (auto& [name, p] : named_weights())
+    if (!holds(name)) p.set_data(torch::empty({0}, p.options()));
 }
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tensor& key_mask, KVCache* cache,

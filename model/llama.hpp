@@ -26,9 +26,21 @@ struct KVCache {
   int64_t capacity() const { return k.empty() ? 0 : k[0].size(2); }
 };
 
+// The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
+// end), the embeddings, the final norm and head. What it does not hold is never allocated: its
+// names stay, as empty tensors. `dtype` is the weights' storage type; `initialise` false leaves
+// them as allocated, for a model whose weights load_weights is about to copy in (the random
+// initialisation of a 7B model's share takes a core most of a minute, and writes every page).
+struct LlamaStage {
+  int64_t first = 0, last = -1;
+  bool embedding = true, head = true;
+  torch::ScalarType dtype = torch::kFloat32;
+  bool initialise = true;
+};
+
 class LlamaImpl : public torch::nn::Module {
  public:
-  explicit LlamaImpl(const LlamaConfig& cfg);
+  explicit LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage = {});
 
   const LlamaConfig& config() const { return cfg_; }
 
@@ -64,6 +76,9 @@ class LlamaImpl : public torch::nn::Module {
   // embeddings unless `keep_embedding`, the final norm and head unless `keep_head`), so a stage
   // holds only its share. Their names stay (empty tensors): named_weights() still lists them.
   void keep_only(int64_t first, int64_t last, bool keep_embedding, bool keep_head);
+  // Whether this model holds the weight `name` (LlamaStage, keep_only); tied embeddings are held
+  // by a stage with the head too.
+  bool holds(const std::string& name) const;
   // causal_lm_loss_sum(head(x), labels), with the head run only where a label is learned. In
   // GraphGPT's phases the answer is a few tokens of a prompt of hundreds, and the head (vocabulary
   // x dim) with its log-softmax over every position was a fifth of the step's compute and most
@@ -73,8 +88,11 @@ class LlamaImpl : public torch::nn::Module {
   static int64_t layer_of(const std::string& name);
   // What each decoder layer and each end of a pipeline weighs in parameters (the embeddings on
   // stage 0; the final norm and the head, or a copy of the tied table, on the last), for the
-  // balanced partition. Counted from the whole model, before keep_only.
-  StageWeights stage_weights() const;
+  // balanced partition: of the whole model, from its config, whatever this one holds.
+  StageWeights stage_weights() const { return stage_weights(cfg_); }
+  static StageWeights stage_weights(const LlamaConfig& cfg);
+  // The whole model's weight shapes by name, whatever this one holds (checkpoint fingerprints).
+  std::map<std::string, std::vector<int64_t>> weight_shapes() const { return shapes_; }
 
   // Fresh weights for training from scratch: normal(0, 0.02), norms at 1; deterministic.
   void init_weights(uint64_t seed);
@@ -83,9 +101,11 @@ class LlamaImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, torch::Tensor>> named_weights() const;
 
   // Copies `weights` into the model after checking that every expected name is present,
-  // no unexpected name is, and each shape matches; floating dtypes are converted. Errors name
-  // `source` (the file) and the tensor.
-  void load_weights(const std::map<std::string, torch::Tensor>& weights, const std::string& source);
+  // no unexpected name is, and each shape matches; floating dtypes are converted. Only the
+  // weights this model holds are expected (and read); others of the model's names are skipped
+  // untouched, so a stage reads only its share of a mapped file. Errors name `source` (the
+  // file) and the tensor.
+  void load_weights(std::map<std::string, torch::Tensor> weights, const std::string& source);
 
   // Activation checkpointing (model/activation_checkpoint.hpp): when on, a forward with grad
   // mode enabled and no KV cache keeps only each decoder layer's input and recomputes the layer
@@ -106,6 +126,8 @@ class LlamaImpl : public torch::nn::Module {
   LlamaConfig cfg_;
   bool checkpointing_ = false;
   std::shared_ptr<RopeTables> rope_;
+  LlamaStage stage_;
+  std::map<std::string, std::vector<int64_t>> shapes_;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
 };

@@ -24,7 +24,7 @@ torch::Tensor add_named_param(torch::nn::Module& root, const std::string& dotted
 }
 
 void copy_named_weights(const std::vector<std::pair<std::string, torch::Tensor>>& mine,
-                        const std::map<std::string, torch::Tensor>& weights, const std::string& source,
+                        std::map<std::string, torch::Tensor> weights, const std::string& source,
                         const std::string& what, const std::string& prefix) {
   for (const auto& [name, t] : weights) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;  // outside the prefix: not ours
@@ -44,6 +44,7 @@ void copy_named_weights(const std::vector<std::pair<std::string, torch::Tensor>>
     }
     if (!t.is_floating_point()) fail(source, "tensor '" + prefix + name + "' is not floating point");
     const_cast<torch::Tensor&>(p).copy_(t);
+    weights.erase(it);
   }
 }
 

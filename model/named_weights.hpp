@@ -19,9 +19,11 @@ torch::Tensor add_named_param(torch::nn::Module& root, const std::string& dotted
 // Copies weights[prefix + name] into each of `mine` after checking: every name present, shapes
 // equal, floating point (dtypes convert). Tensors of `weights` under `prefix` that are not in
 // `mine` are errors too; those outside it are ignored. Errors name `source` and the tensor, and
-// `what` ("the config", "the graph encoder") in shape messages.
+// `what` ("the config", "the graph encoder") in shape messages. Each source tensor is let go
+// once copied: handed over (std::move), a mapped file's pages are given back as the copy goes
+// (weights/safetensors.hpp), not all at the end.
 void copy_named_weights(const std::vector<std::pair<std::string, torch::Tensor>>& mine,
-                        const std::map<std::string, torch::Tensor>& weights, const std::string& source,
+                        std::map<std::string, torch::Tensor> weights, const std::string& source,
                         const std::string& what, const std::string& prefix = "");
 
 }  // namespace gt

@@ -20,12 +20,16 @@ std::vector<int32_t> add_special_tokens(LoadedModel& model, Tokenizer& tokenizer
   auto ids = tokenizer.add_special_tokens(pieces);
   const int64_t new_vocab = tokenizer.vocab_size();
   if (new_vocab == model.config.vocab_size) return ids;
-  for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
-    auto it = model.weights.find(name);
-    if (it != model.weights.end()) it->second = grow_rows(it->second, new_vocab);
-  }
+  grow_vocab_rows(model.weights, new_vocab);
   model.config.vocab_size = new_vocab;
   return ids;
+}
+
+void grow_vocab_rows(std::map<std::string, torch::Tensor>& weights, int64_t vocab) {
+  for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
+    auto it = weights.find(name);
+    if (it != weights.end() && it->second.size(0) < vocab) it->second = grow_rows(it->second, vocab);
+  }
 }
 
 }  // namespace gt

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "common/error.hpp"
 #include "data/instructions.hpp"
@@ -27,7 +28,7 @@ namespace {
 // Names and global shapes of everything a checkpoint of a graph phase may hold.
 std::map<std::string, std::vector<int64_t>> checkpointed_shapes(GraphGpt& model) {
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (auto& [name, p] : model->llm->named_weights()) shapes[name] = p.sizes().vec();
+  shapes = model->llm->weight_shapes();  // the whole LLM's, whatever this stage holds
   for (auto& [name, p] : model->encoder->named_weights()) shapes["model.graph_tower." + name] = p.sizes().vec();
   for (auto& [name, p] : model->projector->named_weights()) shapes[name] = p.sizes().vec();
   shapes[kGraphTokenRowsName] = model->graph_token_rows().sizes().vec();
@@ -168,16 +169,23 @@ int run_graph_phase(const JobConfig& cfg, const World& world) {
   const auto t0 = std::chrono::steady_clock::now();
   // Every record is read and validated before any weight is: a bad record costs nothing.
   std::vector<InstructionRecord> read = read_job_records(cfg.data);
-  GraphGptSetup s = build_graphgpt(cfg);
-  GraphGpt& model = s.model;
+  // The ranks form their groups once the model's shape is known, and each then reads only
+  // its pipeline stage's weights.
+  std::optional<ParallelRuntime> runtime;
   // All records are checked against the feature tables before training starts, not when a
   // background worker first meets a bad one.
-  check_records_against_features(read, s.features, cfg.data);
+  GraphGptSetup s = build_graphgpt(
+      cfg,
+      [&](const StageWeights& w) {
+        runtime.emplace(make_parallel_runtime(cfg.parallelism, world, w));
+        return LlamaStage{runtime->first_layer, runtime->last_layer, runtime->first_stage(), runtime->last_stage()};
+      },
+      &read);
+  ParallelRuntime& rt = *runtime;
+  GraphGpt& model = s.model;
   auto records = std::make_shared<const std::vector<InstructionRecord>>(std::move(read));
 
   const std::string fingerprint = model_fingerprint(checkpointed_shapes(model));
-  ParallelRuntime rt = make_parallel_runtime(cfg.parallelism, world, model->stage_weights());
-  model->llm->keep_only(rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage());
   GraphBatchOptions bo = batch_options(cfg, rt);
   const int64_t steps = total_steps(cfg, static_cast<int64_t>(records->size()), bo);
   model->train();

@@ -2,11 +2,16 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <optional>
+#include <string>
+
 #include "checkpoint/checkpoint_dir.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "data/cora_ml.hpp"
 #include "loader/feature_table_io.hpp"
+#include "loader/job_records.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_projector.hpp"
 #include "model/special_tokens.hpp"
@@ -75,7 +80,7 @@ std::string sibling(const std::string& file, const std::string& name) {
 
 }  // namespace
 
-GraphGptSetup build_graphgpt(const JobConfig& cfg) {
+GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_stage, std::vector<InstructionRecord>* records) {
   GraphGptSetup s;
   // Cheap checks first: the LLM's config and its tokenizer.
   LlamaConfig mc = read_model_config(cfg.model.path);
@@ -93,12 +98,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg) {
     fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
 
   s.features = cfg.data.features.empty() ? feature_table_from_graph(load_graph(cfg.data.graph)) : load_feature_table(cfg.data.features);
-
-  LoadedModel loaded = load_model(cfg.model.path);
-  auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
-  Llama llm(loaded.config);
-  llm->load_weights(loaded.weights, cfg.model.path);
-  loaded.weights.clear();
+  if (records) check_records_against_features(*records, s.features, cfg.data);
 
   GraphEncoder encoder;
   if (cfg.model.graph_encoder.empty()) {
@@ -112,25 +112,56 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg) {
            "dataset '" + name + "' has " + std::to_string(x.size(1)) + "-wide node features, the graph encoder takes " +
                std::to_string(encoder->config().gnn_input));
 
-  GraphProjector projector(encoder->config().gnn_output, loaded.config.dim);
+  // Every file is read or checked before the stage is chosen (which may form the ranks'
+  // groups): a bad one is every rank's error, said once.
+  GraphProjector projector(encoder->config().gnn_output, mc.dim);
   if (!projector_checkpoint.empty()) {
     check_projector_checkpoint(ckpt::read_index(projector_checkpoint), projector_checkpoint,
-                               encoder->config().gnn_output, loaded.config.dim);
+                               encoder->config().gnn_output, mc.dim);
   } else if (cfg.model.projector.empty()) {
     projector->init_weights(static_cast<uint64_t>(cfg.training.seed) + 1);
   } else {
     projector = load_graph_projector_bin(cfg.model.projector);
   }
+  const std::string rows_file = cfg.model.projector.empty() || !projector_checkpoint.empty()
+                                    ? std::string() : sibling(cfg.model.projector, kTokenRowsFile);
+  std::optional<std::map<std::string, torch::Tensor>> token_rows;
+  if (!rows_file.empty() && path_exists(rows_file)) token_rows = load_safetensors(rows_file);
+
+  // The LLM: a Hugging Face folder's weights are views of its mapped files, read only when
+  // copied, and checked against its config here. The tokens are added first (they set the
+  // vocabulary the stages are cut by), then this rank's stage is chosen and only its weights
+  // are read, each straight into its storage dtype: never the whole model in fp32.
+  LoadedModel loaded = load_model(cfg.model.path);
+  std::map<std::string, torch::Tensor> weights = std::move(loaded.weights);
+  loaded.weights.clear();
+  const auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
+  StageWeights w = LlamaImpl::stage_weights(loaded.config);
+  for (auto& p : encoder->parameters()) w.first_extra += p.numel();
+  for (auto& p : projector->parameters()) w.first_extra += p.numel();
+  LlamaStage stage = choose_stage ? choose_stage(w) : LlamaStage{};
+  stage.initialise = false;
+  // bf16 training stores the frozen LLM in bf16 (half the memory); the trainable projector
+  // and token rows keep fp32 master weights.
+  if (cfg.model.bf16()) stage.dtype = torch::kBFloat16;
+  Llama llm(loaded.config, stage);
+  for (auto it = weights.begin(); it != weights.end();) it = llm->holds(it->first) ? std::next(it) : weights.erase(it);
+  grow_vocab_rows(weights, loaded.config.vocab_size);
+  // The graph token rows start as the file's values, not as the table's bf16 rounding of them.
+  torch::Tensor file_rows;
+  if (auto e = weights.find("model.embed_tokens.weight"); e != weights.end())
+    file_rows = torch::stack({e->second[ids[1]], e->second[ids[2]]}).to(torch::kFloat32);
+  llm->load_weights(std::move(weights), cfg.model.path);  // each tensor's pages go back once copied
+
   s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
-  if (!projector_checkpoint.empty()) {
-    load_projector_checkpoint(s.model, projector_checkpoint);
-  } else if (!cfg.model.projector.empty()) {
-    const std::string rows = sibling(cfg.model.projector, kTokenRowsFile);
-    if (path_exists(rows)) s.model->load_token_rows(load_safetensors(rows), rows);
+  if (file_rows.defined()) {
+    torch::NoGradGuard ng;
+    s.model->graph_token_rows().copy_(file_rows);
   }
+  if (!projector_checkpoint.empty()) load_projector_checkpoint(s.model, projector_checkpoint);
+  if (token_rows) s.model->load_token_rows(*token_rows, rows_file);
   s.model->freeze_for_graph_tuning();
-  // bf16 training: the frozen LLM and encoder are stored in bf16 (half the memory); the
-  // trainable projector and token rows keep fp32 master weights.
+  // The encoder too, frozen, in bf16 for bf16 training (the LLM already is).
   if (cfg.model.bf16()) store_frozen_in_bf16(*s.model);
   return s;
 }

@@ -2,10 +2,12 @@
 // Assembling GraphGPT from a job config, shared by training (phases graph_matching and task)
 // and evaluation: the LLM with GraphGPT's three tokens added, the graph encoder, the projector
 // (fresh or a stage's graph_projector.bin with its token rows), and the node-feature table.
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "config/job_config.hpp"
+#include "data/instructions.hpp"
 #include "loader/feature_table.hpp"
 #include "model/graphgpt.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -18,8 +20,17 @@ struct GraphGptSetup {
   FeatureTable features;
 };
 
+// Which part of the LLM this rank holds, chosen from what each layer and end weighs (the graph
+// encoder and projector count on stage 0) before any LLM weight is read: a pipeline stage reads
+// only its share of the file.
+using StageChoice = std::function<LlamaStage(const StageWeights&)>;
+
 // Validates files and shapes before reading weights; every problem names the file or key.
-GraphGptSetup build_graphgpt(const JobConfig& cfg);
+// `records`, when given, are checked against the feature table as soon as it is read (before
+// choose_stage, which may form the ranks' groups, so a bad record is still everyone's error).
+// Without `choose_stage`, the whole LLM.
+GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_stage = nullptr,
+                             std::vector<InstructionRecord>* records = nullptr);
 
 // What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict, keys
 // model.graph_projector.weight/bias), the same as graph_projector.safetensors, the learned

@@ -159,13 +159,22 @@ WindowSampler token_windows(const JobConfig& cfg, const World& world, const LmTe
   return windows;
 }
 
-Llama build_model(const JobConfig& cfg, const LlamaConfig& mc) {
-  Llama model(mc);
-  if (!cfg.model.path.empty()) {
-    model->load_weights(load_model(cfg.model.path).weights, cfg.model.path);
-  } else {
+// This stage's share of the model. Read from a file, only its weights are (`file`: the views
+// load_model made, checked against the config before the ranks formed their groups). Fresh,
+// the weights come from one random stream over the whole model, so that a stage draws exactly
+// its share of what one process would: the model is drawn whole, then cut.
+Llama build_model(const JobConfig& cfg, const LlamaConfig& mc, const LlamaStage& stage,
+                  std::map<std::string, torch::Tensor> file) {
+  if (cfg.model.path.empty()) {
+    Llama model(mc);
     model->init_weights(static_cast<uint64_t>(cfg.training.seed));
+    model->keep_only(stage.first, stage.last, stage.embedding, stage.head);
+    return model;
   }
+  LlamaStage reading = stage;
+  reading.initialise = false;
+  Llama model(mc, reading);
+  model->load_weights(std::move(file), cfg.model.path);
   return model;
 }
 
@@ -214,12 +223,14 @@ int run_lm_phase(const JobConfig& cfg, const World& world) {
   const LlamaConfig mc = model_config(cfg, *tok);
   WindowSampler windows = token_windows(cfg, world, texts, *tok, tok_file.path);
 
-  Llama model = build_model(cfg, mc);
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (auto& [name, p] : model->named_weights()) shapes[name] = p.sizes().vec();
-  // Cut into stages, balanced by parameters; each stage then drops what it does not run.
-  ParallelRuntime rt = make_parallel_runtime(cfg.parallelism, world, model->stage_weights());
-  model->keep_only(rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage());
+  // A file's weights are checked now, before the ranks form their groups; a stage reads its
+  // share of them only (cut into stages balanced by parameters).
+  std::map<std::string, torch::Tensor> file;
+  if (!cfg.model.path.empty()) file = load_model(cfg.model.path).weights;
+  ParallelRuntime rt = make_parallel_runtime(cfg.parallelism, world, LlamaImpl::stage_weights(mc));
+  Llama model =
+      build_model(cfg, mc, LlamaStage{rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage()}, std::move(file));
+  const std::map<std::string, std::vector<int64_t>> shapes = model->weight_shapes();
   TrainCheckpoint checkpoint(rt, cfg, cfg.training.steps, checkpointed_tensors(model, rt), model_fingerprint(shapes));
   checkpoint.add_file_contents("config.json", llama_config_json(mc));
   if (tok_file.trained) checkpoint.add_file(tok_file.path);

@@ -17,12 +17,16 @@
 namespace gt {
 
 void report_layout(const ParallelRuntime& rt, const ParallelismSection& parallelism) {
-  if (rt.shape.world() == 1) return;
+  // Called once the weights are in: the peak so far is what loading took (bench/load_memory.sh).
+  if (rt.shape.world() == 1) {
+    std::fprintf(stderr, "graphtune: weights loaded, peak RSS %.0f MiB\n", peak_rss_mib());
+    return;
+  }
   std::string how;
   if (rt.shape.pp > 1) how = ", " + std::string(name_of(parallelism.schedule)) + " over " + std::to_string(parallelism.microbatches) + " micro-batches";
-  std::fprintf(stderr, "graphtune: rank %d: dp %d pp %d tp %d, decoder layers [%lld, %lld)%s\n", rt.world_rank,
-               rt.coord.dp, rt.coord.pp, rt.coord.tp, static_cast<long long>(rt.first_layer),
-               static_cast<long long>(rt.last_layer), how.c_str());
+  std::fprintf(stderr, "graphtune: rank %d: dp %d pp %d tp %d, decoder layers [%lld, %lld)%s, peak RSS %.0f MiB loaded\n",
+               rt.world_rank, rt.coord.dp, rt.coord.pp, rt.coord.tp, static_cast<long long>(rt.first_layer),
+               static_cast<long long>(rt.last_layer), how.c_str(), peak_rss_mib());
   if (rt.reports() && rt.shape.pp > 1) {
     // What the schedule costs in theory (equal stages, backward = 2 forwards), to set beside
     // the measured share each stage spends waiting (report_rank_peak).

@@ -36,6 +36,20 @@ const Dtype kDtypes[] = {
     {"BOOL", torch::kBool},
 };
 
+// Asks the kernel to reclaim the whole pages inside [ptr, ptr + n) (a tensor's bytes in the
+// mapping; the pages at its ends may hold a neighbour's bytes too, and stay). Errors are
+// ignored: this only saves memory.
+void page_out(const void* ptr, uint64_t n) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(ptr) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)ptr, (void)n;
+#endif
+}
+
 const Dtype* find_dtype(const std::string& name) {
   for (const auto& d : kDtypes)
     if (name == d.name) return &d;
@@ -128,7 +142,11 @@ torch::Tensor SafetensorsFile::get(const std::string& name) const {
     return t;
   }
   std::shared_ptr<const Mapping> keep = map_;
-  return torch::from_blob(ptr, e.shape, [keep](void*) {}, opts);
+  // When the view goes (a loader lets each tensor go once copied), so do its pages: without
+  // this a stage's whole share of the file stays resident until the last view is gone, as much
+  // again as the weights it was copied into. MADV_PAGEOUT only reclaims, it never discards: a
+  // page a caller wrote privately survives, and a kernel without it (before 5.4) keeps them.
+  return torch::from_blob(ptr, e.shape, [keep, ptr, n](void*) { page_out(ptr, n); }, opts);
 }
 
 std::map<std::string, torch::Tensor> load_safetensors(const std::string& path) {

@@ -65,7 +65,8 @@ check "vicuna-7b stage 1 on 2x24GB: a layout is recommended" \
 check "vicuna-7b on 2x24GB, no flags: exit 0" [ $? -eq 0 ]
 sed 's/^/    /' "$TMP/plain.plan" | cut -c1-200
 check "  dp 2 does not hold the margin" grep -q '^  layout dp 2 pp 1 tp 1: does not hold the margin: 0.16 GiB free' "$TMP/plain.plan"
-check "  host RAM per rank at load is printed" grep -q '^host RAM per rank at load: at most 50.58 GiB' "$TMP/plain.plan"
+check "  host RAM per rank at load is printed, a pp 2 stage's" \
+  grep -q '^host RAM per rank at load, dp 1 pp 2 tp 1: about 6.90 GiB' "$TMP/plain.plan"
 check "  CUDA context, cuBLAS and NCCL appear as estimates" \
   grep -q 'CUDA context + cuBLAS 0.62 GiB, NCCL 0.50 GiB (estimates)' "$TMP/plain.plan"
 check "  the recommended layout holds the margin" \
