@@ -1,8 +1,14 @@
 #pragma once
 // One rank's place in a training job: its coordinate in the dp x pp x tp grid
-// (layout/process_grid.hpp), a communicator per axis, and the decoder layers its pipeline
-// stage runs. A job started without mpirun is the grid 1 x 1 x 1 with LocalCommunicators, so
-// the trainers have one code path whatever the layout.
+// (layout/process_grid.hpp), communicators per axis on two channels, and the decoder layers its
+// pipeline stage runs. A job started without mpirun is the grid 1 x 1 x 1 with
+// LocalCommunicators, so the trainers have one code path whatever the layout.
+//
+// The two channels: the data communicators ([parallelism].backend: NCCL on a GPU job) move the
+// tensors a step computes with (gradients, activations, the projector's shards); the host
+// communicators (always MPI) carry what the host decides with: counts, the summed loss and
+// gradient norm, the non-finite agreement, barriers, checkpoint names, weights gathered to be
+// written. NCCL moves device tensors only, so the control traffic never goes through it.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,10 +26,13 @@ struct ParallelRuntime {
   GridShape shape;
   GridCoord coord;
   int world_rank = 0;
-  std::unique_ptr<Communicator> world, dp, pp, tp;
+  std::unique_ptr<Communicator> world, dp, pp, tp;  // the data channel
   // The first and last stage of this rank's pipeline (size 2 when pp > 1, else one rank): both
   // hold the tied embedding/head matrix, and sum its gradient over this group.
   std::unique_ptr<Communicator> ends;
+  struct HostChannel {
+    std::unique_ptr<Communicator> world, dp, pp, tp;
+  } host;  // the same groups, over MPI, for CPU tensors of control
   std::vector<int> partition;               // first decoder layer of each stage
   int64_t first_layer = 0, last_layer = 0;  // this stage runs layers [first_layer, last_layer)
 

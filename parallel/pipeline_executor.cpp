@@ -175,17 +175,15 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
       const int tag = message_tag(stream, a.microbatch, false);
       switch (a.kind) {
         case ActionKind::SendActivation:
-          if (!mbs.output.defined()) throw missing(a, "its forward");
-          data[k] = outgoing(pp_, stream, a.microbatch, mbs.output);
+        case ActionKind::SendGrad: {
+          const bool grad = a.kind == ActionKind::SendGrad;  // the backward's input gradient, or the output
+          const at::Tensor& sent = grad ? mbs.input_grad : mbs.output;
+          if (!sent.defined()) throw missing(a, grad ? "its backward" : "its forward");
+          data[k] = outgoing(pp_, stream, a.microbatch, sent);
           round.push_back({true, headers[k] = make_header(data[k]), a.peer, tag});
           stats_.bytes_sent += static_cast<int64_t>(headers[k].nbytes() + data[k].nbytes());
           break;
-        case ActionKind::SendGrad:
-          if (!mbs.input_grad.defined()) throw missing(a, "its backward");
-          data[k] = outgoing(pp_, stream, a.microbatch, mbs.input_grad);
-          round.push_back({true, headers[k] = make_header(data[k]), a.peer, tag});
-          stats_.bytes_sent += static_cast<int64_t>(headers[k].nbytes() + data[k].nbytes());
-          break;
+        }
         case ActionKind::RecvGrad:
           if (!mbs.output.defined()) throw missing(a, "its forward");
           [[fallthrough]];

@@ -212,7 +212,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world) {
   train_decoder_stage(model->llm, graph_batches(stream, held, model, chunks, m), trained.params, cfg, steps, rt,
                       step_log_printer(rt, steps, log_file, data_wait), checkpoint.hooks(), /*report=*/true);
   save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, t0);
-  rt.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
+  rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
   return 0;
 }
 

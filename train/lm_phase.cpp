@@ -251,7 +251,7 @@ int run_lm_phase(const JobConfig& cfg, const World& world) {
                  static_cast<long long>(cfg.training.steps), secs, out.c_str(),
                  cfg.model.bf16() ? ": the master weights" : "");
   }
-  rt.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
+  rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
   return 0;
 }
 

@@ -68,7 +68,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   // micro-batch's loss is divided by the step's total (see the header).
   auto [learned, tokens] = model.load(step);
   auto counts = torch::tensor({learned, tokens}, torch::kInt64);
-  rt_.dp->all_reduce_sum(counts);
+  rt_.host.dp->all_reduce_sum(counts);
   const double denom = static_cast<double>(std::max<int64_t>(1, counts[0].item<int64_t>()));
 
   const int64_t chunks = accumulation_, m = parallelism_.microbatches;
@@ -119,8 +119,8 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   // The loss lives on the last stage of each pipeline: sum over the replicas, then hand it to
   // every stage (the others contribute zero), so every rank can report it.
   auto loss = torch::tensor({rt_.last_stage() ? local_loss : 0.0}, torch::kFloat64);
-  rt_.dp->all_reduce_sum(loss);
-  rt_.pp->all_reduce_sum(loss);
+  rt_.host.dp->all_reduce_sum(loss);
+  rt_.host.pp->all_reduce_sum(loss);
   step_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   peak_step_bytes_ = std::max(peak_step_bytes_, memory_->peak_bytes() - held);
   return StepOutcome{loss.item<double>(), counts[1].item<int64_t>()};
@@ -138,15 +138,15 @@ double StepRunner::grad_norm() const {
     counted.push_back(p);
   }
   torch::Tensor t = squared_grad_norm(counted);
-  rt_.tp->all_reduce_sum(t);
-  rt_.pp->all_reduce_sum(t);
+  rt_.host.tp->all_reduce_sum(t);
+  rt_.host.pp->all_reduce_sum(t);
   const double norm = std::sqrt(t.item<double>());
   // The replicas' gradients are summed, so a NaN from backward reaches all of them; one that
   // arises after the sum (on one replica only) must not leave the others stepping alone:
   // whether the norm is finite is agreed on over dp (8 bytes).
   if (rt_.shape.dp > 1) {
     auto bad = torch::tensor({int64_t{std::isfinite(norm) ? 0 : 1}}, torch::kInt64);
-    rt_.dp->all_reduce_sum(bad);
+    rt_.host.dp->all_reduce_sum(bad);
     if (bad.item<int64_t>() > 0) return std::nan("");
   }
   return norm;

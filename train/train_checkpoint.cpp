@@ -226,7 +226,7 @@ int64_t TrainCheckpoint::resume() {
   }
   first_step_ = index.step;
   resumed_from_ = rp.folder;
-  rt_.world->barrier();
+  rt_.host.world->barrier();
   if (rt_.reports())
     std::fprintf(stderr, "graphtune: resumed from %s at step %lld (saved at %s%s); rank 0 read %.1f MiB in %.2f s\n",
                  rp.folder.c_str(), static_cast<long long>(index.step), index.layout.str().c_str(),
@@ -265,7 +265,7 @@ TrainLoopHooks TrainCheckpoint::hooks() {
   // is everyone's (one 8-byte all-reduce a step).
   h.should_stop = [this] {
     auto flag = torch::tensor({int64_t{control::stop_requested() ? 1 : 0}}, torch::kInt64);
-    rt_.world->all_reduce_sum(flag);
+    rt_.host.world->all_reduce_sum(flag);
     return flag.item<int64_t>() > 0;
   };
   h.save_now = [this](int64_t done, torch::optim::AdamW* opt) {
@@ -301,7 +301,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
     remove_tree(folder);
     make_dirs(folder);
   }
-  rt_.world->barrier();
+  rt_.host.world->barrier();
 
   const int dp = rt_.shape.dp, tp = rt_.shape.tp;
   std::vector<ckpt::SavedTensor> mine;
@@ -334,7 +334,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
   const ckpt::WrittenShard shard = ckpt::write_shard(folder, rt_.world_rank, mine);
   const double write_s = seconds_since(t0);
   if (first_step_ == 0 && killed_in_save(rt_.world_rank, step)) std::raise(SIGKILL);
-  const auto shards = all_gather_strings(*rt_.world, shard_json(shard, ckpt::shard_file_name(rt_.world_rank)).dump());
+  const auto shards = all_gather_strings(*rt_.host.world, shard_json(shard, ckpt::shard_file_name(rt_.world_rank)).dump());
 
   if (rt_.reports()) {
     ckpt::Index index;
@@ -363,7 +363,7 @@ void TrainCheckpoint::save(int64_t step, torch::optim::AdamW* opt) {
   }
   if (rt_.reports()) control::report_checkpoint(step, folder);
   last_saved_ = step;
-  rt_.world->barrier();  // the next save (or the exit) waits for this commit
+  rt_.host.world->barrier();  // the next save (or the exit) waits for this commit
 }
 
 }  // namespace gt
