@@ -70,6 +70,7 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
                               const std::function<void(int32_t)>& on_token) {
   torch::NoGradGuard no_grad;
   const LlamaConfig& cfg = model->config();
+  const torch::Device device = model->embedding_weight().device();  // the tokens go where the model is
   std::vector<int32_t> out;
   if (prompt.empty()) return out;
   const int64_t capacity = std::min<int64_t>(cfg.max_seq_len, static_cast<int64_t>(prompt.size()) + params.max_new_tokens);
@@ -82,9 +83,10 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
     // Only the last position's logits are needed, so the head runs on it alone: the baseline
     // pays for recomputing the sequence, not for a [T, vocab] projection it would throw away.
     while (static_cast<int64_t>(out.size()) < params.max_new_tokens && static_cast<int64_t>(ids.size()) <= capacity) {
-      auto x = model->embed(torch::tensor(ids, torch::kInt64).view({1, -1}));
+      auto x = model->embed(torch::tensor(ids, torch::kInt64).view({1, -1}).to(device));
       auto h = model->forward_layers(x, {}, 0, cfg.n_layers);
-      auto last = model->head(h.narrow(1, h.size(1) - 1, 1)).view({-1}).contiguous();
+      // The sampler reads the logits on the host: one vocabulary's row a token.
+      auto last = model->head(h.narrow(1, h.size(1) - 1, 1)).view({-1}).to(torch::kCPU).contiguous();
       int32_t next = sampler.sample(last.data_ptr<float>(), cfg.vocab_size);
       if (finished(next)) break;
       out.push_back(next);
@@ -95,15 +97,15 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
   }
 
   KVCache cache = model->new_cache(1, capacity);
-  auto input = torch::tensor(ids, torch::kInt64).view({1, -1});
+  auto input = torch::tensor(ids, torch::kInt64).view({1, -1}).to(device);
   while (static_cast<int64_t>(out.size()) < params.max_new_tokens && cache.len < capacity) {
     auto logits = model->forward(input, {}, &cache);  // [1, T, V]
-    auto last = logits.select(1, logits.size(1) - 1).contiguous();
+    auto last = logits.select(1, logits.size(1) - 1).to(torch::kCPU).contiguous();
     int32_t next = sampler.sample(last.data_ptr<float>(), cfg.vocab_size);
     if (finished(next)) break;
     out.push_back(next);
     on_token(next);
-    input = torch::tensor({static_cast<int64_t>(next)}, torch::kInt64).view({1, 1});
+    input = torch::tensor({static_cast<int64_t>(next)}, torch::kInt64).view({1, 1}).to(device);
   }
   return out;
 }

@@ -40,13 +40,6 @@ void GraphGptImpl::freeze_for_graph_tuning() {
   encoder->eval();
 }
 
-StageWeights GraphGptImpl::stage_weights() const {
-  StageWeights w = llm->stage_weights();
-  for (auto& p : encoder->parameters()) w.first_extra += p.numel();
-  for (auto& p : projector->parameters()) w.first_extra += p.numel();
-  return w;
-}
-
 std::vector<torch::Tensor> GraphGptImpl::trainable_parameters() {
   std::vector<torch::Tensor> out = projector->parameters();
   out.push_back(graph_token_rows_);

@@ -58,10 +58,6 @@ class GraphGptImpl : public torch::nn::Module {
   torch::Tensor forward(const GraphGptBatch& batch);  // logits [B, T, V] float32
   torch::Tensor loss(const GraphGptBatch& batch);     // mean over learned positions
 
-  // The LLM's stage weights (LlamaImpl::stage_weights) with the graph encoder and the projector
-  // on stage 0, which runs them.
-  StageWeights stage_weights() const;
-
   // GraphGPT's trainable set: projector weight and bias, and the two token rows.
   std::vector<torch::Tensor> trainable_parameters();
   // The trainable token rows alone ([2, D]: <g_start>, <g_end>).

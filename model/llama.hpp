@@ -88,8 +88,7 @@ class LlamaImpl : public torch::nn::Module {
   static int64_t layer_of(const std::string& name);
   // What each decoder layer and each end of a pipeline weighs in parameters (the embeddings on
   // stage 0; the final norm and the head, or a copy of the tied table, on the last), for the
-  // balanced partition: of the whole model, from its config, whatever this one holds.
-  StageWeights stage_weights() const { return stage_weights(cfg_); }
+  // balanced partition: of the whole model of this config, counted before any is allocated.
   static StageWeights stage_weights(const LlamaConfig& cfg);
   // The whole model's weight shapes by name, whatever this one holds (checkpoint fingerprints).
   std::map<std::string, std::vector<int64_t>> weight_shapes() const { return shapes_; }
@@ -118,7 +117,9 @@ class LlamaImpl : public torch::nn::Module {
   torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
                       const torch::Tensor& position_ids);
   // Boolean [B, 1, T, total] mask, true = may attend: causal, never to padded keys.
-  static torch::Tensor attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask);
+  // On `device`: where the attention that takes it runs.
+  static torch::Tensor attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask,
+                                      const torch::Device& device);
   torch::Tensor run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
                            const torch::Tensor& position_ids, int64_t first, int64_t last);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,

@@ -136,6 +136,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_sta
   std::map<std::string, torch::Tensor> weights = std::move(loaded.weights);
   loaded.weights.clear();
   const auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
+  // The graph encoder and the projector weigh on stage 0, which runs them.
   StageWeights w = LlamaImpl::stage_weights(loaded.config);
   for (auto& p : encoder->parameters()) w.first_extra += p.numel();
   for (auto& p : projector->parameters()) w.first_extra += p.numel();
