@@ -38,6 +38,46 @@ TEST(Llama, HuggingFaceNamesAndShapes) {
   EXPECT_EQ(tied->named_weights().size(), w.size() - 1);
 }
 
+// A pipeline stage's model allocates only what it holds, reads only that from a full set of
+// weights, in its own dtype, and counts the stages from the config alone.
+TEST(Llama, StageHoldsAndReadsOnlyItsShare) {
+  torch::NoGradGuard ng;
+  gt::Llama whole(small_config(false));
+  whole->init_weights(3);
+  std::map<std::string, torch::Tensor> file;
+  for (auto& [n, t] : whole->named_weights()) file[n] = t.clone();
+
+  gt::LlamaStage last_stage{1, -1, /*embedding=*/false, /*head=*/true, torch::kBFloat16, /*initialise=*/false};
+  gt::Llama stage(small_config(false), last_stage);
+  for (auto& [n, t] : stage->named_weights()) {
+    const bool held = n.rfind("model.layers.1.", 0) == 0 || n == "model.norm.weight" || n == "lm_head.weight";
+    EXPECT_EQ(stage->holds(n), held) << n;
+    EXPECT_EQ(t.numel() > 0, held) << n;
+    EXPECT_EQ(t.scalar_type(), torch::kBFloat16) << n;
+  }
+  stage->load_weights(file, "test");
+  for (auto& [n, t] : stage->named_weights())
+    if (stage->holds(n)) EXPECT_TRUE(torch::equal(t, file[n].to(torch::kBFloat16))) << n;
+  // The whole model's shapes stay known, for checkpoint fingerprints.
+  EXPECT_EQ(stage->weight_shapes().at("model.embed_tokens.weight"), (std::vector<int64_t>{50, 32}));
+  // A held weight missing is an error; one the stage does not hold is not needed.
+  file.erase("model.layers.0.mlp.up_proj.weight");
+  EXPECT_NO_THROW(stage->load_weights(file, "test"));
+  file.erase("lm_head.weight");
+  EXPECT_THROW(stage->load_weights(file, "test"), std::exception);
+  file["model.layers.7.mlp.up_proj.weight"] = torch::zeros({48, 32});
+  EXPECT_THROW(stage->load_weights(file, "test"), std::exception);  // not a name of this config
+
+  // The stage weights the partition uses, from the config: as the constructor shapes them.
+  const gt::StageWeights w = gt::LlamaImpl::stage_weights(small_config(false));
+  int64_t layer0 = 0;
+  for (auto& [n, t] : whole->named_weights())
+    if (n.rfind("model.layers.0.", 0) == 0) layer0 += t.numel();
+  EXPECT_EQ(w.layers, (std::vector<int64_t>{layer0, layer0}));
+  EXPECT_EQ(w.first_extra, 50 * 32);
+  EXPECT_EQ(w.last_extra, 32 + 50 * 32);
+}
+
 TEST(Llama, KvCacheMatchesFullForward) {
   torch::NoGradGuard ng;
   gt::Llama m(small_config(false));
