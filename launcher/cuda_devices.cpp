@@ -1,7 +1,6 @@
 #include "launcher/cuda_devices.hpp"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 namespace gt {
 
@@ -30,12 +29,6 @@ CudaDevices visible_cuda_devices() {
   }
   // The library stays loaded: unloading a driver library is asking for trouble at exit.
   return d;
-}
-
-std::string this_host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "this host";
-  return name;
 }
 
 }  // namespace gt

@@ -14,7 +14,4 @@ struct CudaDevices {
 
 CudaDevices visible_cuda_devices();
 
-// This host's name, for messages.
-std::string this_host_name();
-
 }  // namespace gt

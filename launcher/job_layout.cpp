@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "common/config.hpp"
 #include "common/error.hpp"
+#include "common/host.hpp"
 #include "formats/model_config.hpp"
 #include "launcher/cuda_devices.hpp"
 #include "launcher/hostfile.hpp"
@@ -58,8 +58,7 @@ void check_layout_against_model(const JobConfig& cfg, int ranks) {
 void check_cuda_here(const JobConfig& cfg, int ranks_here) {
   if (cfg.training.device != DeviceKind::kCuda || ranks_here == 0) return;
   const CudaDevices gpus = visible_cuda_devices();
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::string shown = visible ? std::string(", CUDA_VISIBLE_DEVICES=") + visible : "";
+  const std::string shown = cuda_visible_devices_note();
   if (gpus.count == 0)
     fail(cfg.origin("training", "device"), "cuda: no CUDA device on " + this_host_name() + " (" + gpus.why_none + shown + ")");
   if (ranks_here > gpus.count)

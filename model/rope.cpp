@@ -7,8 +7,8 @@
 namespace gt {
 
 RopeTables::RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions)
-    : head_dim_(head_dim), theta_(theta), scaling_(scaling), built_positions_(std::max<int64_t>(initial_positions, 1)) {
-  inv_freq_ = 1.0 / torch::pow(theta_, torch::arange(0, head_dim_, 2, torch::kInt64).to(torch::kFloat32) / head_dim_);
+    : scaling_(scaling), built_positions_(std::max<int64_t>(initial_positions, 1)) {
+  inv_freq_ = 1.0 / torch::pow(theta, torch::arange(0, head_dim, 2, torch::kInt64).to(torch::kFloat32) / head_dim);
 }
 
 torch::Tensor RopeTables::angles(const torch::Tensor& positions, const torch::Tensor& inv_freq) const {

@@ -32,8 +32,7 @@ class RopeTables {
   torch::Tensor angles(const torch::Tensor& positions, const torch::Tensor& inv_freq) const;
   const Tables& tables_for(int64_t positions, const torch::Tensor& like);
 
-  int64_t head_dim_;
-  double theta_, scaling_;
+  double scaling_;
   int64_t built_positions_;
   torch::Tensor inv_freq_;  // [head_dim/2] float32, CPU
   std::mutex mutex_;        // activation checkpointing recomputes on autograd's threads

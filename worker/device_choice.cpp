@@ -1,12 +1,12 @@
 #include "worker/device_choice.hpp"
 
 #include <torch/cuda.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "common/error.hpp"
+#include "common/host.hpp"
 
 namespace gt {
 namespace {
@@ -18,29 +18,18 @@ int ranks_on_this_host() {
   return n > 0 ? n : 1;
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "this host";
-  return name;
-}
-
-std::string visible_devices() {
-  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
-  return env ? std::string(", CUDA_VISIBLE_DEVICES=") + env : "";
-}
-
 }  // namespace
 
 c10::Device choose_device(DeviceKind kind, const std::string& where) {
   if (kind != DeviceKind::kCuda) return c10::Device(c10::kCPU);
   const int gpus = static_cast<int>(torch::cuda::device_count());
   if (gpus == 0)
-    fail(where, "cuda: no CUDA device on " + host_name() + " (libtorch sees none" + visible_devices() +
+    fail(where, "cuda: no CUDA device on " + this_host_name() + " (libtorch sees none" + cuda_visible_devices_note() +
                     ": no GPU, or a driver older than the CUDA 13 the torch wheel needs; docs/gpu.md)");
   const int ranks = ranks_on_this_host();
   if (ranks > gpus)
-    fail(where, "cuda: " + std::to_string(ranks) + " ranks on " + host_name() + " but it shows " + std::to_string(gpus) +
-                    " GPU" + (gpus == 1 ? "" : "s") + visible_devices() + ": one rank a GPU");
+    fail(where, "cuda: " + std::to_string(ranks) + " ranks on " + this_host_name() + " but it shows " + std::to_string(gpus) +
+                    " GPU" + (gpus == 1 ? "" : "s") + cuda_visible_devices_note() + ": one rank a GPU");
   fail(where, kCudaNotSupportedYet);
 }
 
