@@ -57,6 +57,20 @@ Rss read_rss() {
   return r;  // zeros where the kernel shows neither
 }
 
+// The GPU peaks the trainer last noted (note_gpu_memory), read by the heartbeat thread.
+std::atomic<double> gpu_peak_allocated_mib{0}, gpu_peak_reserved_mib{0};
+
+// What a heartbeat and a step carry about this process's memory.
+StepMetrics memory_now() {
+  StepMetrics m;
+  const Rss rss = read_rss();
+  m.rss_mib = rss.now_mib;
+  m.peak_rss_mib = rss.peak_mib;
+  m.gpu_peak_allocated_mib = gpu_peak_allocated_mib.load();
+  m.gpu_peak_reserved_mib = gpu_peak_reserved_mib.load();
+  return m;
+}
+
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -225,8 +239,7 @@ class Client {
         if (input.size() > kMaxMessageBytes) input.clear();  // no launcher sends that; drop it
       }
       if (Clock::now() >= next_beat) {
-        const Rss rss = read_rss();
-        if (!send(encode_heartbeat(rss.now_mib, rss.peak_mib))) break;
+        if (!send(encode_heartbeat(memory_now()))) break;
         next_beat += period;
         if (next_beat < Clock::now()) next_beat = Clock::now() + period;  // the process was suspended
       }
@@ -260,10 +273,21 @@ bool connected() { return client().connected(); }
 void report_step(const StepMetrics& m) {
   if (!connected()) return;
   StepMetrics filled = m;
-  const Rss rss = read_rss();
-  filled.rss_mib = rss.now_mib;
-  filled.peak_rss_mib = rss.peak_mib;
+  const StepMetrics now = memory_now();
+  filled.rss_mib = now.rss_mib;
+  filled.peak_rss_mib = now.peak_rss_mib;
+  filled.gpu_peak_allocated_mib = now.gpu_peak_allocated_mib;
+  filled.gpu_peak_reserved_mib = now.gpu_peak_reserved_mib;
   client().send(encode_step(filled));
+}
+
+void report_device(const std::string& device) {
+  if (connected()) client().send(encode_device(device));
+}
+
+void note_gpu_memory(double peak_allocated_mib, double peak_reserved_mib) {
+  gpu_peak_allocated_mib = peak_allocated_mib;
+  gpu_peak_reserved_mib = peak_reserved_mib;
 }
 
 void report_checkpoint(int64_t step, const std::string& path) {
@@ -284,8 +308,7 @@ void report_stopped(int64_t step) {
 
 void report_done() {
   if (connected()) {
-    const auto rss = read_rss();  // the launcher's summary shows each rank's final peak
-    client().send(encode_heartbeat(rss.now_mib, rss.peak_mib));
+    client().send(encode_heartbeat(memory_now()));  // the launcher's summary shows each rank's final peaks
     client().send(encode_done());
   }
   client().close();

@@ -17,7 +17,10 @@ struct StepMetrics;
 void connect(int rank, int world_size);
 bool connected();
 
-void report_step(const StepMetrics& m);  // rss fields are filled in here
+void report_device(const std::string& device);  // once chosen: the launcher's summary names it
+// The CUDA caching allocator's peaks so far, MiB: heartbeats and steps carry them from now on.
+void note_gpu_memory(double peak_allocated_mib, double peak_reserved_mib);
+void report_step(const StepMetrics& m);  // rss and gpu fields are filled in here
 void report_checkpoint(int64_t step, const std::string& path);
 void report_eval(const std::string& metrics_json);
 void report_error(const std::string& message);

@@ -55,6 +55,9 @@ class Reader {
     return v->get<double>();
   }
 
+  // An optional number: 0 when absent.
+  double optional_number(const char* key) { return object_.contains(key) ? number(key) : 0.0; }
+
   const json* object(const char* key) {
     const json* v = field(key);
     if (v && !v->is_object()) return complain(key, "is not an object"), nullptr;
@@ -92,6 +95,8 @@ void read_hello(Reader& r, Hello& h) {
 void read_rss(Reader& r, StepMetrics& m) {
   m.rss_mib = r.number("rss_mib");
   m.peak_rss_mib = r.number("peak_rss_mib");
+  m.gpu_peak_allocated_mib = r.optional_number("gpu_peak_allocated_mib");
+  m.gpu_peak_reserved_mib = r.optional_number("gpu_peak_reserved_mib");
 }
 
 void read_step(Reader& r, StepMetrics& m) {
@@ -133,6 +138,9 @@ ParseResult parse_worker_message(const std::string& line) {
     m.kind = Kind::kHello;
     read_hello(r, m.hello);
     if (r.ok() && m.hello.rank >= m.hello.world) return result.problem = "\"rank\" is not below \"world\"", result;
+  } else if (type == "device") {
+    m.kind = Kind::kDevice;
+    m.text = r.string("device");
   } else if (type == "heartbeat") {
     m.kind = Kind::kHeartbeat;
     read_rss(r, m.metrics);
@@ -167,21 +175,35 @@ std::string encode_hello(const Hello& h) {
                   {"local_rank", h.local_rank}, {"device", h.device}, {"pid", h.pid}});
 }
 
-std::string encode_heartbeat(double rss_mib, double peak_rss_mib) {
-  return line_of({{"type", "heartbeat"}, {"rss_mib", number_or_null(rss_mib)},
-                  {"peak_rss_mib", number_or_null(peak_rss_mib)}});
+std::string encode_device(const std::string& device) { return line_of({{"type", "device"}, {"device", device}}); }
+
+namespace {
+// A rank on the CPU sends no GPU fields.
+void add_gpu_fields(json& j, const StepMetrics& m) {
+  if (m.gpu_peak_allocated_mib <= 0 && m.gpu_peak_reserved_mib <= 0) return;
+  j["gpu_peak_allocated_mib"] = number_or_null(m.gpu_peak_allocated_mib);
+  j["gpu_peak_reserved_mib"] = number_or_null(m.gpu_peak_reserved_mib);
+}
+}  // namespace
+
+std::string encode_heartbeat(const StepMetrics& m) {
+  json j = {{"type", "heartbeat"}, {"rss_mib", number_or_null(m.rss_mib)}, {"peak_rss_mib", number_or_null(m.peak_rss_mib)}};
+  add_gpu_fields(j, m);
+  return line_of(j);
 }
 
 std::string encode_step(const StepMetrics& m) {
-  return line_of({{"type", "step"},
-                  {"step", m.step},
-                  {"steps", m.steps},
-                  {"loss", number_or_null(m.loss)},
-                  {"lr", number_or_null(m.lr)},
-                  {"grad_norm", number_or_null(m.grad_norm)},
-                  {"tokens_per_s", number_or_null(m.tokens_per_s)},
-                  {"rss_mib", number_or_null(m.rss_mib)},
-                  {"peak_rss_mib", number_or_null(m.peak_rss_mib)}});
+  json j = {{"type", "step"},
+            {"step", m.step},
+            {"steps", m.steps},
+            {"loss", number_or_null(m.loss)},
+            {"lr", number_or_null(m.lr)},
+            {"grad_norm", number_or_null(m.grad_norm)},
+            {"tokens_per_s", number_or_null(m.tokens_per_s)},
+            {"rss_mib", number_or_null(m.rss_mib)},
+            {"peak_rss_mib", number_or_null(m.peak_rss_mib)}};
+  add_gpu_fields(j, m);
+  return line_of(j);
 }
 
 std::string encode_checkpoint(int64_t step, const std::string& path) {

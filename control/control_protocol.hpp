@@ -7,9 +7,12 @@
 // worker -> launcher, the first message of a connection:
 //   {"type":"hello","token":T,"rank":R,"world":N,"host":H,"local_rank":L,"device":D,"pid":P}
 // then any of
+//   {"type":"device","device":D}   where the rank computes, once chosen ("cuda:0 (NVIDIA ...)")
 //   {"type":"heartbeat","rss_mib":M,"peak_rss_mib":M}
 //   {"type":"step","step":S,"steps":S_total,"loss":X,"lr":X,"grad_norm":X,"tokens_per_s":X,
 //    "rss_mib":M,"peak_rss_mib":M}
+// A rank on a GPU adds "gpu_peak_allocated_mib":M,"gpu_peak_reserved_mib":M to its heartbeats
+// and steps (the CUDA caching allocator's peaks); absent, they read as 0.
 //   {"type":"checkpoint","step":S,"path":P}
 //   {"type":"eval","metrics":{...}}
 //   {"type":"error","message":TEXT}
@@ -36,7 +39,7 @@ constexpr const char* kAddressEnv = "GRAPHTUNE_CONTROL_ADDR";   // "HOST:PORT"
 constexpr const char* kTokenEnv = "GRAPHTUNE_JOB_TOKEN";        // 32 hex digits
 constexpr const char* kHeartbeatEnv = "GRAPHTUNE_HEARTBEAT_S";  // seconds between heartbeats
 
-enum class Kind { kHello, kHeartbeat, kStep, kCheckpoint, kEval, kError, kDone, kStopped };
+enum class Kind { kHello, kDevice, kHeartbeat, kStep, kCheckpoint, kEval, kError, kDone, kStopped };
 
 struct Hello {
   std::string token, host, device;
@@ -48,14 +51,16 @@ struct StepMetrics {
   int64_t step = 0, steps = 0;
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0;
   double rss_mib = 0, peak_rss_mib = 0;
+  double gpu_peak_allocated_mib = 0, gpu_peak_reserved_mib = 0;  // 0: not on a GPU
 };
 
 struct WorkerMessage {
   Kind kind = Kind::kHeartbeat;
   Hello hello;           // kHello
-  StepMetrics metrics;   // kStep; kHeartbeat fills rss_mib and peak_rss_mib
+  StepMetrics metrics;   // kStep; kHeartbeat fills the rss and gpu fields
   int64_t step = 0;      // kCheckpoint, kStopped
-  std::string text;      // kCheckpoint: the path; kError: the message; kEval: the metrics JSON text
+  // kCheckpoint: the path; kError: the message; kEval: the metrics JSON text; kDevice: the device
+  std::string text;
 };
 
 struct ParseResult {
@@ -68,7 +73,9 @@ ParseResult parse_worker_message(const std::string& line);
 
 // Each returns one line without the newline.
 std::string encode_hello(const Hello& h);
-std::string encode_heartbeat(double rss_mib, double peak_rss_mib);
+std::string encode_device(const std::string& device);
+// The rss and gpu fields of m.
+std::string encode_heartbeat(const StepMetrics& m);
 std::string encode_step(const StepMetrics& m);
 std::string encode_checkpoint(int64_t step, const std::string& path);
 std::string encode_eval(const std::string& metrics_json);  // metrics_json: a JSON object's text

@@ -17,6 +17,14 @@ const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGT
 
 }  // namespace
 
+// A heartbeat's or a step's memory figures: the current RSS, and the peaks kept at their highest.
+void note_memory(RankState& r, const control::StepMetrics& m) {
+  r.rss_mib = m.rss_mib;
+  r.peak_rss_mib = std::max(r.peak_rss_mib, m.peak_rss_mib);
+  r.gpu_peak_allocated_mib = std::max(r.gpu_peak_allocated_mib, m.gpu_peak_allocated_mib);
+  r.gpu_peak_reserved_mib = std::max(r.gpu_peak_reserved_mib, m.gpu_peak_reserved_mib);
+}
+
 std::string describe_rank(int rank, const RankState& r) {
   std::string s = "rank " + std::to_string(rank);
   if (r.said_hello) s += " (pid " + std::to_string(r.pid) + " on " + r.host + ")";
@@ -55,13 +63,14 @@ JobResult supervise(JobProcess& job, control::Server& server, const SupervisorOp
         r.local_rank = m.hello.local_rank;
         r.pid = static_cast<long>(m.hello.pid);
         break;
+      case control::Kind::kDevice:
+        r.device = m.text;
+        break;
       case control::Kind::kHeartbeat:
-        r.rss_mib = m.metrics.rss_mib;
-        r.peak_rss_mib = std::max(r.peak_rss_mib, m.metrics.peak_rss_mib);
+        note_memory(r, m.metrics);
         break;
       case control::Kind::kStep:
-        r.rss_mib = m.metrics.rss_mib;
-        r.peak_rss_mib = std::max(r.peak_rss_mib, m.metrics.peak_rss_mib);
+        note_memory(r, m.metrics);
         if (sink.on_step) sink.on_step(m.metrics);
         break;
       case control::Kind::kCheckpoint:

@@ -21,6 +21,7 @@ struct RankState {
   int local_rank = 0;
   long pid = 0;
   double rss_mib = 0, peak_rss_mib = 0;
+  double gpu_peak_allocated_mib = 0, gpu_peak_reserved_mib = 0;  // 0: not on a GPU
 };
 
 enum class JobOutcome {

@@ -70,6 +70,10 @@ SupervisorSink RunView::sink(int attempt) {
                           {"lr", m.lr},           {"grad_norm", m.grad_norm}, {"tokens_per_s", m.tokens_per_s},
                           {"rss_mib", m.rss_mib}, {"peak_rss_mib", m.peak_rss_mib}, {"time", t},
                           {"attempt", attempt}};
+    if (m.gpu_peak_reserved_mib > 0) {
+      record["gpu_peak_allocated_mib"] = m.gpu_peak_allocated_mib;
+      record["gpu_peak_reserved_mib"] = m.gpu_peak_reserved_mib;
+    }
     if (skipped) {
       record["skipped"] = true;
       skipped_steps_.push_back(m.step);
@@ -80,6 +84,10 @@ SupervisorSink RunView::sink(int attempt) {
     tensorboard().add_scalar("train/grad_norm", m.step, m.grad_norm, t);
     tensorboard().add_scalar("train/tokens_per_s", m.step, m.tokens_per_s, t);
     tensorboard().add_scalar("train/rss_mib", m.step, m.rss_mib, t);
+    if (m.gpu_peak_reserved_mib > 0) {
+      tensorboard().add_scalar("train/gpu_peak_allocated_mib", m.step, m.gpu_peak_allocated_mib, t);
+      tensorboard().add_scalar("train/gpu_peak_reserved_mib", m.step, m.gpu_peak_reserved_mib, t);
+    }
     tensorboard().flush();  // TensorBoard shows the run live
     last_step_ = m.step;
     last_loss_ = m.loss;
@@ -112,9 +120,18 @@ void RunView::finish() {
 
 void RunView::print_summary(const std::string& title, const JobResult& res) const {
   std::vector<std::vector<std::string>> rows;
-  for (const auto& [rank, r] : res.ranks)
+  bool gpus = false;
+  for (const auto& [rank, r] : res.ranks) gpus = gpus || r.gpu_peak_reserved_mib > 0;
+  for (const auto& [rank, r] : res.ranks) {
     rows.push_back({std::to_string(rank), r.host.empty() ? "?" : r.host, std::to_string(r.local_rank), r.device,
                     status_of(rank, r, res), format_fixed(r.peak_rss_mib, 0)});
+    if (gpus)
+      rows.back().push_back(r.gpu_peak_reserved_mib > 0 ? format_fixed(r.gpu_peak_allocated_mib, 0) + " / " +
+                                                              format_fixed(r.gpu_peak_reserved_mib, 0)
+                                                        : "-");
+  }
+  std::vector<std::string> header = {"rank", "host", "local rank", "device", "status", "peak RSS MiB"};
+  if (gpus) header.push_back("peak GPU MiB allocated / reserved");
   std::string line = title + ": " + format_duration(res.seconds);
   if (steps_seen_) {
     line += ", " + std::to_string(last_step_) + " steps, loss " + format_fixed(last_loss_, 4) + ", " +
@@ -122,7 +139,7 @@ void RunView::print_summary(const std::string& title, const JobResult& res) cons
   }
   if (checkpoints_) line += ", newest checkpoint " + newest_checkpoint_;
   std::fprintf(stdout, "graphtune: %s\n%s", line.c_str(),
-               format_table({"rank", "host", "local rank", "device", "status", "peak RSS MiB"}, rows).c_str());
+               format_table(header, rows).c_str());
   if (!skipped_steps_.empty()) {
     std::string steps;
     for (int64_t s : skipped_steps_) steps += (steps.empty() ? "" : ", ") + std::to_string(s);

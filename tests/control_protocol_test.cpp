@@ -43,10 +43,32 @@ TEST(ControlProtocol, HelloRoundTrip) {
 }
 
 TEST(ControlProtocol, HeartbeatRoundTrip) {
-  WorkerMessage m = parse_ok(encode_heartbeat(123.25, 456.5));
+  StepMetrics cpu;
+  cpu.rss_mib = 123.25;
+  cpu.peak_rss_mib = 456.5;
+  const std::string line = encode_heartbeat(cpu);
+  EXPECT_EQ(line.find("gpu"), std::string::npos) << line;  // a CPU rank sends no GPU fields
+  WorkerMessage m = parse_ok(line);
   EXPECT_EQ(m.kind, Kind::kHeartbeat);
   EXPECT_EQ(m.metrics.rss_mib, 123.25);
   EXPECT_EQ(m.metrics.peak_rss_mib, 456.5);
+  EXPECT_EQ(m.metrics.gpu_peak_allocated_mib, 0);
+
+  StepMetrics gpu = cpu;
+  gpu.gpu_peak_allocated_mib = 20480.5;
+  gpu.gpu_peak_reserved_mib = 22528.25;
+  m = parse_ok(encode_heartbeat(gpu));
+  EXPECT_EQ(m.metrics.gpu_peak_allocated_mib, 20480.5);
+  EXPECT_EQ(m.metrics.gpu_peak_reserved_mib, 22528.25);
+  EXPECT_EQ(parse_worker_message(R"({"type":"heartbeat","rss_mib":1,"peak_rss_mib":2,"gpu_peak_reserved_mib":"x"})").problem,
+            "heartbeat: \"gpu_peak_reserved_mib\" is not a number");
+}
+
+TEST(ControlProtocol, DeviceRoundTrip) {
+  WorkerMessage m = parse_ok(encode_device("cuda:1 (NVIDIA GeForce RTX 3090, 23.7 GiB, sm86)"));
+  EXPECT_EQ(m.kind, Kind::kDevice);
+  EXPECT_EQ(m.text, "cuda:1 (NVIDIA GeForce RTX 3090, 23.7 GiB, sm86)");
+  EXPECT_EQ(parse_worker_message(R"({"type":"device"})").problem, "device: \"device\" is missing");
 }
 
 TEST(ControlProtocol, StepRoundTripIsExact) {

@@ -42,6 +42,9 @@ void print_event(const Event& e) {
                     static_cast<long long>(m.metrics.step), static_cast<long long>(m.metrics.steps), m.metrics.loss,
                     m.metrics.lr, m.metrics.rss_mib);
         break;
+      case Kind::kDevice:
+        std::printf("device rank=%d device=%s\n", e.rank, m.text.c_str());
+        break;
       case Kind::kCheckpoint:
         std::printf("checkpoint rank=%d step=%lld path=%s\n", e.rank, static_cast<long long>(m.step), m.text.c_str());
         break;

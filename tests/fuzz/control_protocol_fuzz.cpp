@@ -16,7 +16,8 @@ void check_round_trip(const control::WorkerMessage& m) {
   std::string line;
   switch (m.kind) {
     case control::Kind::kHello: line = control::encode_hello(m.hello); break;
-    case control::Kind::kHeartbeat: line = control::encode_heartbeat(m.metrics.rss_mib, m.metrics.peak_rss_mib); break;
+    case control::Kind::kDevice: line = control::encode_device(m.text); break;
+    case control::Kind::kHeartbeat: line = control::encode_heartbeat(m.metrics); break;
     case control::Kind::kStep: line = control::encode_step(m.metrics); break;
     case control::Kind::kCheckpoint: line = control::encode_checkpoint(m.step, m.text); break;
     case control::Kind::kEval: line = control::encode_eval(m.text); break;
