@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/rng.hpp"
 #include "loader/prefetch.hpp"
+#include "model/host_to_device.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace gt {
@@ -241,7 +242,17 @@ GraphGptBatch GraphBatchStream::build(int64_t e) const {
   for (int64_t i : element_indices(e))
     examples.push_back(make_example((*records_)[static_cast<size_t>(i)], features_, tokenizer_,
                                     options_.max_len, options_.where, options_.chat_template));
-  return collate(examples, pad_id_);
+  GraphGptBatch batch = collate(examples, pad_id_);
+  if (!options_.pin_memory) return batch;
+  // Pinned here, in the worker that built it: the step's copy to the GPU then waits for nothing.
+  batch.input_ids = pinned(batch.input_ids);
+  batch.labels = pinned(batch.labels);
+  batch.attention_mask = pinned(batch.attention_mask);
+  for (GraphInput& g : batch.graphs) {
+    g.x = pinned(g.x);
+    g.edge_index = pinned(g.edge_index);
+  }
+  return batch;
 }
 
 }  // namespace gt

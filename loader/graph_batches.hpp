@@ -77,6 +77,8 @@ struct GraphBatchOptions {
   // The stream's first element: a run resumed at optimizer step s starts at the element step s
   // would have read, so it sees exactly the batches the uninterrupted run saw.
   int64_t first_element = 0;
+  // Batches in pinned host memory, for a trainer that copies them to a GPU (needs CUDA).
+  bool pin_memory = false;
 };
 
 class GraphBatchStream {

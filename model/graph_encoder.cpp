@@ -96,8 +96,10 @@ void GraphEncoderImpl::save_safetensors(const std::string& path) const {
   gt::save_safetensors(path, tensors);
 }
 
-torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_nodes, const torch::Device& device,
-                                 const std::string& where) {
+namespace {
+
+// The shape and dtype checks of checked_edge_index (no values read).
+torch::Tensor shaped_edge_index(const torch::Tensor& edge_index, const torch::Device& device, const std::string& where) {
   if (!edge_index.defined()) fail(where, "edge_index is missing");
   if (edge_index.dim() != 2 || edge_index.size(0) != 2) {
     std::ostringstream ss;
@@ -107,7 +109,14 @@ torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_node
   if (!at::isIntegralType(edge_index.scalar_type(), /*includeBool=*/false)) {
     fail(where, std::string("edge_index must hold integers, got dtype ") + c10::toString(edge_index.scalar_type()));
   }
-  auto ei = edge_index.to(device, torch::kInt64).contiguous();
+  return edge_index.to(device, torch::kInt64).contiguous();
+}
+
+}  // namespace
+
+torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_nodes, const torch::Device& device,
+                                 const std::string& where) {
+  auto ei = shaped_edge_index(edge_index, device, where);
   if (ei.numel() > 0) {
     const int64_t lo = ei.min().item<int64_t>(), hi = ei.max().item<int64_t>();
     if (lo < 0 || hi >= n_nodes) {
@@ -120,7 +129,7 @@ torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_node
   return ei;
 }
 
-torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index) {
+torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked) {
   const std::string where = "graph encoder input";
   if (!x_in.defined() || x_in.dim() != 2) {
     std::ostringstream ss;
@@ -134,7 +143,8 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
   }
   if (!x_in.is_floating_point()) fail(where, "node features must be floating point");
   const int64_t N = x_in.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
-  auto ei = checked_edge_index(edge_index, N, w_p_w_.device(), where);
+  auto ei = edges_checked ? shaped_edge_index(edge_index, w_p_w_.device(), where)
+                          : checked_edge_index(edge_index, N, w_p_w_.device(), where);
   auto rows = ei[0], cols = ei[1];
   const int64_t E = rows.size(0);
 

@@ -51,8 +51,10 @@ class GraphEncoderImpl : public torch::nn::Module {
   // x: node features [N, gnn_input] (any floating dtype; computed in the weights' dtype and
   // device); edge_index: [2, E] integer, row 0 = the receiving node r, row 1 = the sending node c.
   // Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
-  // widths), a malformed edge_index, or an index outside [0, N).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index);
+  // widths), a malformed edge_index, or an index outside [0, N). `edges_checked`: the indices
+  // were range-checked already (checked_edge_index on the host), so a device-resident edge_index
+  // is not read back to check it again.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index, bool edges_checked = false);
 
   // Fresh weights as GraphGPT initialises them (xavier-uniform attention matrices, W_pos
   // uniform(-0.02, 0.02), Linear layers PyTorch-default, norms at 1/0); deterministic in seed.

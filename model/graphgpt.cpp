@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "model/graph_splice.hpp"
+#include "model/host_to_device.hpp"
 
 namespace gt {
 
@@ -62,23 +63,49 @@ torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
   std::vector<GraphSlot> slots;
   slots.reserve(batch.graphs.size());
   for (const GraphInput& g : batch.graphs) {
-    const int64_t n = g.x.size(0);
-    const std::string where = "record " + (g.row < static_cast<int64_t>(batch.ids.size()) ? batch.ids[g.row] : "?");
-    if (g.start < 0 || g.start + n > ids.size(1))
-      fail(where, "graph of " + std::to_string(n) + " nodes does not fit at position " + std::to_string(g.start));
-    if (!(ids[g.row].narrow(0, g.start, n) == ids_.patch).all().item<bool>())
-      fail(where, "the " + std::to_string(n) + " positions from " + std::to_string(g.start) +
-                      " are not all <g_patch> tokens (graph and prompt disagree)");
+    if (!batch.checked) check_graph(batch, g);
     torch::Tensor nodes;
     {
       // The encoder is frozen and runs without gradient, as in the reference.
       torch::NoGradGuard ng;
-      nodes = encoder->forward(g.x, g.edge_index);
+      nodes = encoder->forward(g.x, g.edge_index, batch.checked);
     }
     auto tokens = projection_ ? projection_(nodes) : projector->forward(nodes);
     slots.push_back({g.row, g.start, tokens.to(x.scalar_type())});
   }
   return slots.empty() ? x : splice_graph_tokens(x, slots);
+}
+
+namespace {
+std::string record_of(const GraphGptBatch& batch, const GraphInput& g) {
+  return "record " + (g.row < static_cast<int64_t>(batch.ids.size()) ? batch.ids[g.row] : "?");
+}
+}  // namespace
+
+void GraphGptImpl::check_graph(const GraphGptBatch& batch, const GraphInput& g) const {
+  const torch::Tensor& ids = batch.input_ids;
+  const int64_t n = g.x.size(0);
+  const std::string where = record_of(batch, g);
+  if (g.start < 0 || g.start + n > ids.size(1))
+    fail(where, "graph of " + std::to_string(n) + " nodes does not fit at position " + std::to_string(g.start));
+  if (!(ids[g.row].narrow(0, g.start, n) == ids_.patch).all().item<bool>())
+    fail(where, "the " + std::to_string(n) + " positions from " + std::to_string(g.start) +
+                    " are not all <g_patch> tokens (graph and prompt disagree)");
+}
+
+GraphGptBatch GraphGptImpl::prepare(const GraphGptBatch& batch, const torch::Device& device) const {
+  GraphGptBatch out = batch;
+  for (GraphInput& g : out.graphs) {
+    check_graph(batch, g);
+    g.edge_index = checked_edge_index(g.edge_index, g.x.size(0), torch::kCPU, record_of(batch, g));
+    g.x = host_to_device(g.x, device);
+    g.edge_index = host_to_device(g.edge_index, device);
+  }
+  out.input_ids = host_to_device(batch.input_ids, device);
+  out.labels = host_to_device(batch.labels, device);
+  out.attention_mask = host_to_device(batch.attention_mask, device);
+  out.checked = true;
+  return out;
 }
 
 torch::Tensor GraphGptImpl::forward(const GraphGptBatch& batch) {

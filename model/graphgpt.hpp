@@ -41,6 +41,9 @@ struct GraphGptBatch {
   torch::Tensor attention_mask;  // [B, T] int64: 1 real token, 0 padding
   std::vector<GraphInput> graphs;
   std::vector<std::string> ids;  // record ids, for messages
+  // Every graph's span and edges were checked on the host (GraphGptImpl::prepare), so embed does
+  // not read them back from the device to check them again.
+  bool checked = false;
   int64_t num_tokens() const;    // real tokens
 };
 
@@ -55,6 +58,10 @@ class GraphGptImpl : public torch::nn::Module {
   // Token embeddings [B, T, D] with <g_start>/<g_end> rows from graph_token_rows and every
   // graph spliced in. Checks each graph's span holds <g_patch> ids (InputError naming the record).
   torch::Tensor embed(const GraphGptBatch& batch);
+  // `batch` (on the host) as embed reads it on `device`: each graph checked here, where that costs
+  // no wait for the device, then every tensor copied there without blocking the host
+  // (model/host_to_device.hpp). On the CPU, the same tensors, checked.
+  GraphGptBatch prepare(const GraphGptBatch& batch, const torch::Device& device) const;
   torch::Tensor forward(const GraphGptBatch& batch);  // logits [B, T, V] float32
   torch::Tensor loss(const GraphGptBatch& batch);     // mean over learned positions
 
@@ -84,6 +91,8 @@ class GraphGptImpl : public torch::nn::Module {
   const GraphTokenIds& token_ids() const { return ids_; }
 
  private:
+  // InputError naming the record when graph g's span does not fit or is not all <g_patch>.
+  void check_graph(const GraphGptBatch& batch, const GraphInput& g) const;
   GraphTokenIds ids_;
   torch::Tensor graph_token_rows_;
   Projection projection_;  // [2, D]: <g_start>, <g_end>

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "model/activation_checkpoint.hpp"
+#include "model/host_to_device.hpp"
 #include "model/named_weights.hpp"
 
 namespace gt {
@@ -35,7 +36,7 @@ LlamaImpl::LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage) : cfg_(cfg
   // Each weight at its shape if this stage holds it, else empty: never allocated.
   auto add = [&](const std::string& name, std::vector<int64_t> shape) {
     shapes_[name] = shape;
-    const auto opts = torch::TensorOptions().dtype(stage_.dtype);
+    const auto opts = torch::TensorOptions().dtype(stage_.dtype).device(stage_.device);
     return add_named_param(*this, name, holds(name) ? torch::empty(shape, opts) : torch::empty({0}, opts));
   };
   embed_tokens_ = add("model.embed_tokens.weight", {cfg.vocab_size, D});
@@ -214,11 +215,15 @@ torch::Tensor LlamaImpl::head(const torch::Tensor& x) {
 
 torch::Tensor LlamaImpl::head_loss_sum(const torch::Tensor& x, const torch::Tensor& labels) {
   const int64_t T = x.size(1);
-  const auto y = labels.narrow(1, 1, T - 1);  // position t predicts label t+1
-  const auto learned = y != -100;
-  const auto logits = head(x.narrow(1, 0, T - 1).index({learned}));  // [learned positions, vocab], fp32
-  return torch::nn::functional::cross_entropy(
-      logits, y.index({learned}), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  // The learned positions are found where the labels are: on the host, where the trainers keep
+  // them, that costs no wait for the device (a mask index on the device would). Position t of
+  // row b predicts label t+1: flat index b*T + t of the states, b*T + t + 1 of the labels.
+  const auto bt = (labels.narrow(1, 1, T - 1) != -100).nonzero();  // [n, 2], row-major order
+  const auto flat = bt.select(1, 0) * T + bt.select(1, 1);
+  const auto targets = labels.reshape({-1}).index_select(0, flat + 1);
+  const auto logits = head(x.reshape({-1, x.size(2)}).index_select(0, host_to_device(flat, x.device())));  // fp32
+  return torch::nn::functional::cross_entropy(logits, host_to_device(targets, x.device()),
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
 torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,

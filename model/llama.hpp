@@ -28,14 +28,17 @@ struct KVCache {
 
 // The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
 // end), the embeddings, the final norm and head. What it does not hold is never allocated: its
-// names stay, as empty tensors. `dtype` is the weights' storage type; `initialise` false leaves
-// them as allocated, for a model whose weights load_weights is about to copy in (the random
-// initialisation of a 7B model's share takes a core most of a minute, and writes every page).
+// names stay, as empty tensors. `dtype` is the weights' storage type and `device` where they
+// are allocated (load_weights then copies each file tensor straight there); `initialise` false
+// leaves them as allocated, for a model whose weights load_weights is about to copy in (the
+// random initialisation of a 7B model's share takes a core most of a minute, and writes every
+// page).
 struct LlamaStage {
   int64_t first = 0, last = -1;
   bool embedding = true, head = true;
   torch::ScalarType dtype = torch::kFloat32;
   bool initialise = true;
+  torch::Device device = torch::kCPU;
 };
 
 class LlamaImpl : public torch::nn::Module {
@@ -82,7 +85,8 @@ class LlamaImpl : public torch::nn::Module {
   // causal_lm_loss_sum(head(x), labels), with the head run only where a label is learned. In
   // GraphGPT's phases the answer is a few tokens of a prompt of hundreds, and the head (vocabulary
   // x dim) with its log-softmax over every position was a fifth of the step's compute and most
-  // of its activation memory.
+  // of its activation memory. `labels` may stay on the host (the trainers keep them there, so
+  // finding the learned positions makes the host wait for nothing).
   torch::Tensor head_loss_sum(const torch::Tensor& x, const torch::Tensor& labels);
   // The decoder layer a weight name belongs to, or -1 (embeddings, final norm, head).
   static int64_t layer_of(const std::string& name);

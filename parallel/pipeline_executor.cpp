@@ -151,7 +151,9 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     at::Tensor input_grad;   // computed by Backward, until SendGrad
   };
   std::map<int, MicroBatch> live;
-  std::vector<double> losses(last ? microbatches_ : 0);
+  // Kept where the loss is and read once, after the step: reading each as it comes would make
+  // the host wait for the device at every micro-batch.
+  std::vector<at::Tensor> losses(last ? microbatches_ : 0);
   int in_flight = 0;
 
   auto missing = [&](const Action& a, const char* what) {
@@ -239,7 +241,7 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
         if (mbs.output.numel() != 1)
           throw std::logic_error(where(stage_, a.microbatch) + ": the last stage's forward must return a " +
                                  "scalar loss, got " + shape_string(mbs.output.sizes(), mbs.output.scalar_type()));
-        losses[a.microbatch] = mbs.output.item<double>();
+        losses[a.microbatch] = mbs.output.detach().reshape({1}).to(at::kDouble);
       }
       stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++in_flight);
     } else {
@@ -266,7 +268,9 @@ std::vector<double> PipelineExecutor::run(const StageFunctions& stage) {
     stats_.compute_seconds += std::chrono::duration<double>(Clock::now() - action_start).count();
   }
   stats_.run_seconds = std::chrono::duration<double>(Clock::now() - step_start).count();
-  return losses;
+  if (losses.empty()) return {};
+  const at::Tensor all = torch::cat(losses).to(at::kCPU);
+  return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + all.numel());
 }
 
 }  // namespace gt

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "common/error.hpp"
 #include "model/graphgpt.hpp"
 #include "tests/tiny_models.hpp"
 #include "train/train_loop.hpp"
@@ -84,4 +85,42 @@ TEST(GraphGpt, TokenRowsRoundTripAndMergeIntoTheEmbedding) {
   EXPECT_TRUE(torch::equal(merged[0], m->llm->embedding_weight()[0]));
   std::map<std::string, torch::Tensor> bad{{"g_start", torch::zeros({3})}, {"g_end", torch::zeros({32})}};
   EXPECT_THROW(m->load_token_rows(bad, "rows.safetensors"), std::exception);
+}
+
+// What the trainers hand the model: the batch checked on the host, then (on a GPU) copied over.
+// On the CPU the prepared batch embeds exactly as the batch itself; every check embed makes is
+// made by prepare instead, before anything would go to a device.
+TEST(GraphGpt, PrepareChecksOnTheHostAndEmbedsTheSame) {
+  auto m = tiny_graphgpt(1);
+  torch::NoGradGuard ng;
+  const auto b = batch_of({1, 0});
+  const gt::GraphGptBatch p = m->prepare(b, torch::kCPU);
+  EXPECT_TRUE(p.checked);
+  EXPECT_FALSE(b.checked);
+  EXPECT_TRUE(torch::equal(m->embed(p), m->embed(b)));
+
+  auto misplaced = b;
+  misplaced.graphs[1].start = 3;  // not a <g_patch> run
+  EXPECT_THROW(m->prepare(misplaced, torch::kCPU), gt::InputError);
+  auto bad_edges = b;
+  bad_edges.graphs[0].edge_index = torch::tensor({{0, 5}, {1, 0}}, torch::kInt64);  // node 5 of 2
+  try {
+    m->prepare(bad_edges, torch::kCPU);
+    FAIL() << "an edge to a node outside the graph was accepted";
+  } catch (const gt::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside [0, 2)"), std::string::npos) << e.what();
+  }
+}
+
+// The loss head finds the learned positions where the labels are: labels on the host give the
+// sum the full head gives, over the same positions in the same order.
+TEST(GraphGpt, HeadLossSumOverHostLabelsEqualsTheFullHead) {
+  auto m = tiny_graphgpt(2);
+  torch::NoGradGuard ng;
+  const auto b = batch_of({1, 0, 1});
+  const auto x = m->llm->forward_layers(m->embed(b), b.attention_mask, 0, m->llm->config().n_layers);
+  const auto full = gt::causal_lm_loss_sum(m->llm->head(x), b.labels);
+  const auto picked = m->llm->head_loss_sum(x, b.labels);
+  EXPECT_GT(gt::learned_positions(b.labels), 0);
+  EXPECT_NEAR(picked.item<double>(), full.item<double>(), 1e-5 * std::abs(full.item<double>()));
 }
