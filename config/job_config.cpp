@@ -185,6 +185,8 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
       in.one_of("training", "on_nonfinite", t.on_nonfinite, {NonFinitePolicy::kSkipStep, NonFinitePolicy::kAbort});
   t.max_skipped_in_a_row = in.positive("training", "max_skipped_in_a_row", t.max_skipped_in_a_row);
   t.device = in.one_of("training", "device", t.device, {DeviceKind::kAuto, DeviceKind::kCpu, DeviceKind::kCuda});
+  t.tf32 = r.get_bool("training", "tf32", t.tf32);
+  t.deterministic = r.get_bool("training", "deterministic", t.deterministic);
   return t;
 }
 

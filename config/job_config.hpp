@@ -84,6 +84,13 @@ struct TrainingSection {
   int64_t max_skipped_in_a_row = 5;
   // Where every rank computes (train, eval; --device): auto, cpu or cuda (names.hpp).
   DeviceKind device = DeviceKind::kAuto;
+  // On CUDA: fp32 matmuls and convolutions in TF32 (10-bit mantissa, the tensor cores' rate), as
+  // the reference recipe runs. The bf16 matmuls of a bf16 run are unaffected.
+  bool tf32 = true;
+  // On CUDA: deterministic kernels only (libtorch's deterministic algorithms, cuDNN's, a fixed
+  // cuBLAS workspace) and TF32 off, so that a resumed run repeats the uninterrupted one bit for
+  // bit, at a cost in speed (docs/gpu.md). The CPU path is deterministic either way.
+  bool deterministic = false;
 };
 
 // [optimizer] AdamW

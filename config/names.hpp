@@ -32,12 +32,9 @@ enum class NonFinitePolicy { kSkipStep, kAbort };
 // [parallelism].backend: which library moves the tensors: MPI (CPU tensors) or NCCL (CUDA).
 enum class Backend { kMpi, kNccl };
 
-// [training].device and --device: where a rank computes. auto picks the CPU until graphtune's
-// CUDA step lands (docs/gpu.md); cuda names the GPU path, refused with its reason until then.
+// [training].device and --device: where a rank computes. auto: a GPU where libtorch sees one,
+// else the CPU; cuda: a GPU, refused with its reason where there is none (docs/gpu.md).
 enum class DeviceKind { kAuto, kCpu, kCuda };
-// What the launcher and the worker say to cuda on a host that has the GPUs for it.
-inline constexpr const char* kCudaNotSupportedYet =
-    "not supported yet: computing on CUDA (graphtune's steps run on the CPU today; use cpu)";
 
 template <typename E>
 struct NamedValue {

@@ -15,7 +15,7 @@ std::map<std::string, torch::Tensor> gather_pipeline_weights(
   if (rt.coord.dp != 0 || rt.coord.tp != 0) return out;
   if (rt.first_stage()) {
     for (const auto& [name, t] : held)
-      if (t.numel() > 0) out[name] = t.detach().to(torch::kFloat32).contiguous();
+      if (t.numel() > 0) out[name] = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
     for (int s = 1; s < rt.shape.pp; ++s) {
       auto count = torch::zeros({1}, torch::kInt64);
       rt.host.pp->recv(count, s, kTagHeader);
@@ -41,7 +41,7 @@ std::map<std::string, torch::Tensor> gather_pipeline_weights(
   }
   std::vector<std::pair<std::string, torch::Tensor>> mine;
   for (const auto& [name, t] : held)
-    if (t.numel() > 0) mine.emplace_back(name, t.detach().to(torch::kFloat32).contiguous());
+    if (t.numel() > 0) mine.emplace_back(name, t.detach().to(torch::kCPU, torch::kFloat32).contiguous());
   if (static_cast<int64_t>(mine.size()) > 0 && mine.front().second.dim() > kMaxDims)
     throw std::logic_error("gather_pipeline_weights: more than 6 dimensions");
   auto count = torch::full({1}, static_cast<int64_t>(mine.size()), torch::kInt64);

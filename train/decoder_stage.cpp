@@ -16,20 +16,24 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
                                          const TrainLoopHooks& hooks, bool report) {
   llm->set_activation_checkpointing(cfg.training.activation_checkpointing);
   const bool bf16 = cfg.model.bf16();
-  const auto device = llm->embedding_weight().device().type();  // an emptied weight keeps its device
+  const torch::Device device = llm->embedding_weight().device();  // an emptied weight keeps its device
   StageModel stage;
   stage.load = batches.load;
   stage.forward = [&](int64_t k, int64_t j, const torch::Tensor& input) {
     const DecoderMicroBatch b = batches.micro(k, j);
     // bf16: matmuls in bf16 from the fp32 master weights (or the bf16 frozen ones); the logits,
     // and so the loss, come out fp32.
-    AutocastScope autocast(bf16, device);
+    AutocastScope autocast(bf16, device.type());
     torch::Tensor x = rt.first_stage() ? b.embed() : input;
     x = llm->forward_layers(x, b.key_mask, rt.first_layer, rt.last_layer);
     if (!rt.last_stage()) return x;
     return llm->head_loss_sum(x, b.labels);
   };
-  StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, params);
+  StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, params, device);
+  if (report) {
+    const LlamaConfig& mc = llm->config();
+    report_attention_kernel(rt, device, mc.n_heads, mc.n_kv_heads, mc.head_dim(), bf16);
+  }
   auto log = run_train_loop(
       params.decay, params.no_decay, cfg.optimizer, cfg.lr_scheduler, cfg.training, steps,
       [&](int64_t step) { return runner.run(step, stage); }, [&] { return runner.grad_norm(); }, on_log, hooks);

@@ -111,23 +111,33 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
   return t;
 }
 
+// One micro-batch of a step: as the stream built it (on the host), and as the model reads it
+// (checked, and on the model's device).
+struct HeldBatch {
+  GraphGptBatch host, placed;
+};
+
 // This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order.
-DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch>& held, GraphGpt& model,
-                             int64_t chunks, int64_t m) {
+// Each step's are all copied to the device when the step starts, queued ahead of its compute;
+// the padding mask and the labels the decoder reads on the host, so nothing waits for the device.
+DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<HeldBatch>& held, GraphGpt& model,
+                             const torch::Device& device, int64_t chunks, int64_t m) {
   DecoderBatches feed;
-  feed.load = [&stream, &held, chunks, m](int64_t) {
+  feed.load = [&stream, &held, &model, device, chunks, m](int64_t) {
     held.clear();
     int64_t learned = 0, tokens = 0;
     for (int64_t i = 0; i < chunks * m; ++i) {
-      held.push_back(stream.next());
-      learned += learned_positions(held.back().labels);
-      tokens += held.back().num_tokens();
+      GraphGptBatch b = stream.next();
+      learned += learned_positions(b.labels);
+      tokens += b.num_tokens();
+      GraphGptBatch placed = model->prepare(b, device);
+      held.push_back({std::move(b), std::move(placed)});
     }
     return std::make_pair(learned, tokens);
   };
   feed.micro = [&held, &model, m](int64_t k, int64_t j) {
-    const GraphGptBatch& b = held[static_cast<size_t>(k * m + j)];
-    return DecoderMicroBatch{[&model, &b] { return model->embed(b); }, b.attention_mask, b.labels};
+    const HeldBatch& b = held[static_cast<size_t>(k * m + j)];
+    return DecoderMicroBatch{[&model, &b] { return model->embed(b.placed); }, b.host.attention_mask, b.host.labels};
   };
   return feed;
 }
@@ -165,7 +175,7 @@ void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const Par
 
 }  // namespace
 
-int run_graph_phase(const JobConfig& cfg, const World& world) {
+int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device& device) {
   const auto t0 = std::chrono::steady_clock::now();
   // Every record is read and validated before any weight is: a bad record costs nothing.
   std::vector<InstructionRecord> read = read_job_records(cfg.data);
@@ -175,7 +185,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world) {
   // All records are checked against the feature tables before training starts, not when a
   // background worker first meets a bad one.
   GraphGptSetup s = build_graphgpt(
-      cfg,
+      cfg, device,
       [&](const StageWeights& w) {
         runtime.emplace(make_parallel_runtime(cfg.parallelism, world, w));
         return LlamaStage{runtime->first_layer, runtime->last_layer, runtime->first_stage(), runtime->last_stage()};
@@ -187,6 +197,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world) {
 
   const std::string fingerprint = model_fingerprint(checkpointed_shapes(model));
   GraphBatchOptions bo = batch_options(cfg, rt);
+  bo.pin_memory = device.is_cuda();
   const int64_t steps = total_steps(cfg, static_cast<int64_t>(records->size()), bo);
   model->train();
   model->encoder->eval();  // frozen: no dropout
@@ -202,14 +213,14 @@ int run_graph_phase(const JobConfig& cfg, const World& world) {
   if (rt.reports()) report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
   report_layout(rt, cfg.parallelism);
 
-  std::vector<GraphGptBatch> held;  // this rank's micro-batches of the current step
+  std::vector<HeldBatch> held;  // this rank's micro-batches of the current step
   TrainLogFile log_file(rt.reports() ? cfg.job.out_dir : "", first_step);
   const auto data_wait = [&stream] {
     char buf[48];
     std::snprintf(buf, sizeof buf, " | data wait %.2f s", stream.wait_seconds());
     return std::string(buf);
   };
-  train_decoder_stage(model->llm, graph_batches(stream, held, model, chunks, m), trained.params, cfg, steps, rt,
+  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m), trained.params, cfg, steps, rt,
                       step_log_printer(rt, steps, log_file, data_wait), checkpoint.hooks(), /*report=*/true);
   save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, t0);
   rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes

@@ -80,7 +80,8 @@ std::string sibling(const std::string& file, const std::string& name) {
 
 }  // namespace
 
-GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_stage, std::vector<InstructionRecord>* records) {
+GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, const StageChoice& choose_stage,
+                             std::vector<InstructionRecord>* records) {
   GraphGptSetup s;
   // Cheap checks first: the LLM's config and its tokenizer.
   LlamaConfig mc = read_model_config(cfg.model.path);
@@ -142,6 +143,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_sta
   for (auto& p : projector->parameters()) w.first_extra += p.numel();
   LlamaStage stage = choose_stage ? choose_stage(w) : LlamaStage{};
   stage.initialise = false;
+  stage.device = device;
   // bf16 training stores the frozen LLM in bf16 (half the memory); the trainable projector
   // and token rows keep fp32 master weights.
   if (cfg.model.bf16()) stage.dtype = torch::kBFloat16;
@@ -155,6 +157,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_sta
   llm->load_weights(std::move(weights), cfg.model.path);  // each tensor's pages go back once copied
 
   s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
+  s.model->to(device);  // the encoder, the projector and the token rows: the LLM is there already
   if (file_rows.defined()) {
     torch::NoGradGuard ng;
     s.model->graph_token_rows().copy_(file_rows);

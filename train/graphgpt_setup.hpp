@@ -28,9 +28,10 @@ using StageChoice = std::function<LlamaStage(const StageWeights&)>;
 // Validates files and shapes before reading weights; every problem names the file or key.
 // `records`, when given, are checked against the feature table as soon as it is read (before
 // choose_stage, which may form the ranks' groups, so a bad record is still everyone's error).
-// Without `choose_stage`, the whole LLM.
-GraphGptSetup build_graphgpt(const JobConfig& cfg, const StageChoice& choose_stage = nullptr,
-                             std::vector<InstructionRecord>* records = nullptr);
+// Without `choose_stage`, the whole LLM. Every weight goes to `device`, the LLM's straight from
+// the file (the feature table stays on the host: a batch takes its rows there).
+GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device = torch::kCPU,
+                             const StageChoice& choose_stage = nullptr, std::vector<InstructionRecord>* records = nullptr);
 
 // What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict, keys
 // model.graph_projector.weight/bias), the same as graph_projector.safetensors, the learned

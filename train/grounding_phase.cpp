@@ -13,7 +13,7 @@
 
 namespace gt {
 
-int run_grounding_phase(const JobConfig& cfg) {
+int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   auto t0 = std::chrono::steady_clock::now();
   if (!cfg.model.graph_encoder.empty() && !path_exists(cfg.model.graph_encoder))
     fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
@@ -32,6 +32,7 @@ int run_grounding_phase(const JobConfig& cfg) {
   } else {
     encoder->load_file(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
+  encoder->to(device);  // the graph's features and the text encoder follow it
   std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes\n",
                graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
                static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes));

@@ -5,10 +5,12 @@
 // GraphGPT's names: the file the graph phases take as [model].graph_encoder.
 // Keys used: [training] steps, batch_size (nodes per contrastive batch), seed, log_every;
 // [optimizer] lr, weight_decay.
+#include <c10/core/Device.h>
+
 #include "config/job_config.hpp"
 
 namespace gt {
 
-int run_grounding_phase(const JobConfig& cfg);
+int run_grounding_phase(const JobConfig& cfg, const c10::Device& device);
 
 }  // namespace gt

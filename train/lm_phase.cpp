@@ -169,6 +169,7 @@ Llama build_model(const JobConfig& cfg, const LlamaConfig& mc, const LlamaStage&
     Llama model(mc);
     model->init_weights(static_cast<uint64_t>(cfg.training.seed));
     model->keep_only(stage.first, stage.last, stage.embedding, stage.head);
+    model->to(stage.device);
     return model;
   }
   LlamaStage reading = stage;
@@ -214,7 +215,7 @@ std::string save_model(const JobConfig& cfg, const LlamaConfig& mc, const std::m
 
 }  // namespace
 
-int run_lm_phase(const JobConfig& cfg, const World& world) {
+int run_lm_phase(const JobConfig& cfg, const World& world, const c10::Device& device) {
   const auto t0 = std::chrono::steady_clock::now();
   // Texts first (cheap, and every bad file is reported before anything is allocated).
   const LmTexts texts = read_texts(cfg);
@@ -228,8 +229,9 @@ int run_lm_phase(const JobConfig& cfg, const World& world) {
   std::map<std::string, torch::Tensor> file;
   if (!cfg.model.path.empty()) file = load_model(cfg.model.path).weights;
   ParallelRuntime rt = make_parallel_runtime(cfg.parallelism, world, LlamaImpl::stage_weights(mc));
-  Llama model =
-      build_model(cfg, mc, LlamaStage{rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage()}, std::move(file));
+  LlamaStage stage{rt.first_layer, rt.last_layer, rt.first_stage(), rt.last_stage()};
+  stage.device = device;
+  Llama model = build_model(cfg, mc, stage, std::move(file));
   const std::map<std::string, std::vector<int64_t>> shapes = model->weight_shapes();
   TrainCheckpoint checkpoint(rt, cfg, cfg.training.steps, checkpointed_tensors(model, rt), model_fingerprint(shapes));
   checkpoint.add_file_contents("config.json", llama_config_json(mc));

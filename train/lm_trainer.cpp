@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "model/host_to_device.hpp"
 #include "parallel/parallel_runtime.hpp"
 #include "train/decoder_stage.hpp"
 
@@ -30,12 +31,14 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const JobConf
 
   const int64_t batch = cfg.training.batch_size, chunks = cfg.training.grad_accum_steps;
   const int64_t m = cfg.parallelism.microbatches, per_micro = batch / (rt.shape.dp * m);
-  torch::Tensor global;
+  const torch::Device device = model->embedding_weight().device();  // an emptied weight keeps its device
+  torch::Tensor global, global_placed;  // the step's windows on the host (labels) and on the device (inputs)
   DecoderBatches batches;
   batches.load = [&](int64_t) {
     // One draw per optimizer step on every rank (the same seeded sampler): accumulation over k
     // micro-batches of b, or r replicas of b / r, see the same windows as one batch of k * b.
     global = data.next(batch * chunks);
+    global_placed = host_to_device(global, device);  // one copy a step, queued ahead of the compute
     const int64_t rows = chunks * m * per_micro;
     return std::make_pair(rows * cfg.training.seq_len, rows * cfg.training.seq_len);
   };
@@ -43,8 +46,9 @@ std::vector<LmLogLine> train_lm(Llama& model, WindowSampler& data, const JobConf
     // Chunk k's rows, then this replica's share, then micro-batch j of it. Inputs and labels are
     // the same window; the loss shifts (position t predicts t+1), and the one extra token makes
     // the last position's label real.
-    const torch::Tensor ids = global.narrow(0, k * batch + (rt.coord.dp * m + j) * per_micro, per_micro);
-    return DecoderMicroBatch{[&model, ids] { return model->embed(ids); }, {}, ids};
+    const int64_t first = k * batch + (rt.coord.dp * m + j) * per_micro;
+    const torch::Tensor ids = global_placed.narrow(0, first, per_micro);
+    return DecoderMicroBatch{[&model, ids] { return model->embed(ids); }, {}, global.narrow(0, first, per_micro)};
   };
   return train_decoder_stage(model, batches, params, cfg, cfg.training.steps, rt, on_log, hooks, report);
 }

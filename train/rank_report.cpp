@@ -2,6 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <ATen/SDPBackend.h>
+#include <torch/torch.h>
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -12,6 +15,7 @@
 #include "common/fs.hpp"
 #include "layout/schedule.hpp"
 #include "layout/schedule_sim.hpp"
+#include "train/device_memory.hpp"
 #include "train/step_runner.hpp"
 
 namespace gt {
@@ -50,6 +54,35 @@ void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
                rt.world_rank, peak_rss_mib(), runner.peak_in_flight(), static_cast<long long>(runner.reductions()),
                runner.median_step_seconds() * 1e3, runner.busy_fraction() * 100,
                static_cast<double>(runner.peak_step_bytes()) / (1 << 20));
+  const DeviceMemory m = device_memory(runner.device());
+  if (m.known)
+    std::fprintf(stderr, "graphtune: rank %d: %s: %s\n", rt.world_rank, runner.device().str().c_str(),
+                 describe_device_memory(m).c_str());
+}
+
+void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
+                             int64_t n_kv_heads, int64_t head_dim, bool bf16) {
+  if (!device.is_cuda()) return;
+  // The inputs of a training forward, as LlamaImpl::attention passes them: causal, no mask, the
+  // key/value heads grouped. The choice depends on shapes, dtype and device, not on values.
+  const auto opts = torch::TensorOptions().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32).device(device);
+  const int64_t T = 128;
+  const auto q = torch::zeros({1, n_heads, T, head_dim}, opts);
+  const auto kv = torch::zeros({1, n_kv_heads, T, head_dim}, opts);
+  const auto choice = static_cast<at::SDPBackend>(
+      at::_fused_sdp_choice(q, kv, kv, std::nullopt, 0.0, /*is_causal=*/true, std::nullopt, n_kv_heads != n_heads));
+  const char* name = "unknown";
+  switch (choice) {
+    case at::SDPBackend::math: name = "math (unfused)"; break;
+    case at::SDPBackend::flash_attention: name = "flash_attention"; break;
+    case at::SDPBackend::efficient_attention: name = "efficient_attention"; break;
+    case at::SDPBackend::cudnn_attention: name = "cudnn_attention"; break;
+    case at::SDPBackend::overrideable: name = "overrideable"; break;
+    case at::SDPBackend::error: name = "none (error)"; break;
+  }
+  std::fprintf(stderr, "graphtune: rank %d: %s, attention %s (%s, causal, %lld heads of %lld), TF32 %s\n", rt.world_rank,
+               device.str().c_str(), name, bf16 ? "bf16" : "fp32", static_cast<long long>(n_heads),
+               static_cast<long long>(head_dim), at::globalContext().allowTF32CuBLAS() ? "on" : "off");
 }
 
 std::string skipped_note(const StepLog& line) {

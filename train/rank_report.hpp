@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include <torch/types.h>
+
 #include "config/job_config.hpp"
 #include "parallel/parallel_runtime.hpp"
 #include "train/train_loop.hpp"
@@ -14,8 +16,14 @@ class StepRunner;
 
 // "graphtune: rank 2: dp 0 pp 1 tp 0, decoder layers [2, 4), 1f1b over 4 micro-batches" (every rank).
 void report_layout(const ParallelRuntime& rt, const ParallelismSection& parallelism);
-// Peak resident memory of this process and the most micro-batches it held at once (every rank).
+// Peak resident memory of this process and the most micro-batches it held at once, and on a GPU
+// the CUDA caching allocator's peaks (every rank).
 void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner);
+// On a GPU (every rank): "graphtune: rank 0: cuda:0, attention flash_attention (bf16, causal,
+// 32 heads of 128), TF32 on": the kernel libtorch's scaled_dot_product_attention picks for this
+// model's training forward. Nothing on the CPU.
+void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
+                             int64_t n_kv_heads, int64_t head_dim, bool bf16);
 // " | 2 skipped" for a log line whose window had skipped steps ([training].on_nonfinite); "" otherwise.
 std::string skipped_note(const StepLog& line);
 // Peak resident set size of this process, MiB (getrusage).

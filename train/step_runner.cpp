@@ -12,17 +12,16 @@
 #include "layout/schedule.hpp"
 #include "parallel/grad_reducer.hpp"
 #include "parallel/pipeline_executor.hpp"
+#include "train/device_memory.hpp"
 #include "train/memory_tracker.hpp"
 
 namespace gt {
 namespace {
 
-// Fault injection for the tests: GRAPHTUNE_TEST_NONFINITE=RANK:STEP (or RANK:FIRST-LAST) puts a
-// NaN into that world rank's gradients (its loss, if it has none) at those optimizer steps
-// (1-based), after every reduction: only that rank sees it, so the policy must bring the other
-// ranks along.
-bool inject_nonfinite(int rank, int64_t step) {
-  const char* v = std::getenv("GRAPHTUNE_TEST_NONFINITE");
+// Fault injection for the tests: `env`=RANK:STEP (or RANK:FIRST-LAST) names a world rank and
+// optimizer steps (1-based).
+bool fault_at(const char* env, int rank, int64_t step) {
+  const char* v = std::getenv(env);
   long long r = -1, first = 0, last = 0;
   if (!v) return false;
   const int n = std::sscanf(v, "%lld:%lld-%lld", &r, &first, &last);
@@ -30,11 +29,22 @@ bool inject_nonfinite(int rank, int64_t step) {
   return n >= 2 && r == rank && step >= first && step <= last;
 }
 
+// GRAPHTUNE_TEST_NONFINITE puts a NaN into that rank's gradients (its loss, if it has none),
+// after every reduction: only that rank sees it, so the policy must bring the other ranks along.
+bool inject_nonfinite(int rank, int64_t step) { return fault_at("GRAPHTUNE_TEST_NONFINITE", rank, step); }
+
+// GRAPHTUNE_TEST_OOM makes that rank's allocator fail in that step's forward, as a GPU that is
+// full does (the same c10::OutOfMemoryError), while the other ranks wait for it.
+void inject_out_of_memory(int rank, int64_t step) {
+  TORCH_CHECK_WITH(OutOfMemoryError, !fault_at("GRAPHTUNE_TEST_OOM", rank, step),
+                   "out of memory (injected by GRAPHTUNE_TEST_OOM)");
+}
+
 }  // namespace
 
 StepRunner::StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation,
-                       const TrainedParameters& params)
-    : rt_(rt), parallelism_(parallelism), accumulation_(accumulation), params_(params),
+                       const TrainedParameters& params, const torch::Device& device)
+    : rt_(rt), parallelism_(parallelism), device_(device), accumulation_(accumulation), params_(params),
       memory_(std::make_unique<CpuMemoryTracker>()) {
   trainable_ = params_.decay;
   trainable_.insert(trainable_.end(), params_.no_decay.begin(), params_.no_decay.end());
@@ -44,6 +54,7 @@ StepRunner::StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelis
   if (rt_.shape.pp > 1) {
     const int p = rt_.shape.pp, m = static_cast<int>(parallelism_.microbatches);
     executor_ = std::make_unique<PipelineExecutor>(*rt_.pp, make_schedule(parallelism_.schedule, p, m)[rt_.coord.pp]);
+    executor_->set_device(device);
   }
 }
 
@@ -71,6 +82,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   rt_.host.dp->all_reduce_sum(counts);
   const double denom = static_cast<double>(std::max<int64_t>(1, counts[0].item<int64_t>()));
 
+  inject_out_of_memory(rt_.world_rank, step + 1);
   const int64_t chunks = accumulation_, m = parallelism_.microbatches;
   double local_loss = 0;
   torch::Tensor summed_loss;  // without a pipeline: kept where the loss is, read once below
@@ -123,6 +135,7 @@ StepOutcome StepRunner::run(int64_t step, const StageModel& model) {
   rt_.host.pp->all_reduce_sum(loss);
   step_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   peak_step_bytes_ = std::max(peak_step_bytes_, memory_->peak_bytes() - held);
+  note_device_memory(device_);  // the heartbeats carry this rank's GPU peaks from here on
   return StepOutcome{loss.item<double>(), counts[1].item<int64_t>()};
 }
 

@@ -54,8 +54,9 @@ struct TrainedParameters {
 class StepRunner {
  public:
   // `accumulation`: the optimizer step's gradient-accumulation chunks ([training].grad_accum_steps).
+  // `device`: where the stage computes, and so where the pipeline's messages arrive.
   StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelism, int64_t accumulation,
-             const TrainedParameters& params);
+             const TrainedParameters& params, const torch::Device& device = torch::kCPU);
   ~StepRunner();
 
   // Forward and backward of step `step` (gradients must be zero on entry). Returns the global
@@ -74,10 +75,12 @@ class StepRunner {
   // The most tensor bytes a step allocated on top of what was held before it (activations,
   // their gradients, communication buffers): what a schedule's in-flight micro-batches cost.
   int64_t peak_step_bytes() const { return peak_step_bytes_; }
+  const torch::Device& device() const { return device_; }
 
  private:
   ParallelRuntime& rt_;
   const ParallelismSection& parallelism_;
+  torch::Device device_;
   int64_t accumulation_;
   TrainedParameters params_;
   std::vector<torch::Tensor> trainable_;  // decay and no_decay: everything the optimizer updates

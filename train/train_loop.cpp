@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "train/device_memory.hpp"
 #include "train/lr_schedule.hpp"
 
 namespace gt {
@@ -56,6 +57,18 @@ class NonFiniteGuard {
 
 }  // namespace
 
+namespace {
+// f(), with a CUDA allocation that fails in it named by the step (1-based) it failed in.
+template <typename F>
+auto in_step(int64_t step, F&& f) {
+  try {
+    return f();
+  } catch (const c10::OutOfMemoryError& e) {
+    throw DeviceOutOfMemory(step + 1, e.what());
+  }
+}
+}  // namespace
+
 std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, const std::vector<torch::Tensor>& no_decay,
                                     const OptimizerSection& optimizer, const LrSchedulerSection& lr_scheduler,
                                     const TrainingSection& training, int64_t steps,
@@ -91,7 +104,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       opt->zero_grad();
     }
     const auto step_t0 = std::chrono::steady_clock::now();
-    const StepOutcome out = step_fn(step);
+    const StepOutcome out = in_step(step, [&] { return step_fn(step); });
     window_tokens += out.tokens;
     // The norm is always computed (it is logged); clipping only when asked. The coefficient is
     // torch.nn.utils.clip_grad_norm_'s, applied with the norm of the whole model.
@@ -106,7 +119,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       }
       // A skipped step leaves AdamW untouched, its step count included (as DeepSpeed's loss
       // scaler does on overflow); the learning-rate schedule still moves on with the step.
-      if (opt) opt->step();
+      if (opt) in_step(step, [&] { return opt->step(); });  // the first allocates AdamW's moments
       loss_sum += out.loss;
       norm_sum += norm;
       ++window_steps;

@@ -103,7 +103,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   auto overrides = take_overrides(extra, rest);
   if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
   JobConfig cfg = read_job_config(config_path, overrides, ConfigUse::kEval);
-  choose_job_device(cfg);  // the CPU, or one line saying why not
+  const c10::Device device = use_job_device(cfg);  // a device this host has, or one line saying why not
   const std::string out_dir = out_flag.empty() ? cfg.eval.out_dir : out_flag;
   if (out_dir.empty()) fail("--out", "must not be empty");
 
@@ -111,6 +111,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   char** argv = nullptr;
   World world(&argc, &argv);
   control::connect(world.rank(), world.size());  // when the launcher started it
+  control::report_device(describe_device(device));
   if (world.size() > 1)
     fail("mpirun", "not supported yet: eval on " + std::to_string(world.size()) + " ranks; run one rank");
   if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
@@ -124,7 +125,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   if (any_single_graph) classes = load_graph(cfg.data.graph).class_names;
   std::vector<Reference> refs = references(records, classes, cfg.data.instructions);
 
-  GraphGptSetup s = build_graphgpt(cfg);
+  GraphGptSetup s = build_graphgpt(cfg, device);
   const size_t before = records.size();
   check_records_against_features(records, s.features, cfg.data);
   if (records.size() != before) refs = references(records, classes, cfg.data.instructions);
@@ -154,7 +155,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     {
       // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
       AutocastScope autocast(cfg.model.bf16(), model->projector->weight().device().type());
-      ids = generate_graph_answers(model, batch, cfg.eval.max_new_tokens, stop_id);
+      ids = generate_graph_answers(model, model->prepare(batch, device), cfg.eval.max_new_tokens, stop_id);
     }
     for (const auto& a : ids) answers.push_back(strip(s.tokenizer->decode(a)));
     std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());

@@ -44,7 +44,8 @@ int run_generate(const GenerateArgs& a) {
   if (!dtype || *dtype == DType::kFp16) fail("--dtype", "expected fp32 or bf16, got '" + a.dtype + "'");
   const std::optional<DeviceKind> device = value_named<DeviceKind>(a.device);
   if (!device) fail("--device", "expected auto, cpu or cuda, got '" + a.device + "'");
-  choose_device(*device, "--device");  // the CPU, or one line saying why not
+  const c10::Device on = choose_device(*device, "--device");  // a device this host has, or one line saying why not
+  use_device(on, /*tf32=*/true, /*deterministic=*/false);
 
   // Validate everything cheap before reading weights.
   LlamaConfig cfg = read_model_config(a.model);
@@ -70,10 +71,14 @@ int run_generate(const GenerateArgs& a) {
 
   if (a.threads > 0) torch::set_num_threads(a.threads);
   LoadedModel loaded = load_model(a.model);
-  Llama model(loaded.config);
-  model->load_weights(loaded.weights, a.model);
+  // Each weight straight from the file into its dtype on the device, none drawn at random first.
+  LlamaStage whole;
+  whole.dtype = *dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat32;
+  whole.device = on;
+  whole.initialise = false;
+  Llama model(loaded.config, whole);
+  model->load_weights(std::move(loaded.weights), a.model);
   loaded.weights.clear();
-  if (*dtype == DType::kBf16) model->to(torch::kBFloat16);
   model->eval();
 
   if (!chat) {

@@ -14,6 +14,7 @@
 #include "control/control_client.hpp"
 #include "layout/process_grid.hpp"
 #include "parallel/parallel_runtime.hpp"
+#include "train/device_memory.hpp"
 #include "train/graph_phase.hpp"
 #include "train/grounding_phase.hpp"
 #include "train/lm_phase.hpp"
@@ -30,7 +31,7 @@ namespace {
 // Everything that can be wrong with the job itself, before any weight is read: the same on every
 // rank (same files, same flags), so only rank 0 says it.
 void check_job(const JobConfig& cfg, int world_size) {
-  choose_job_device(cfg);  // the steps run on the CPU: the choice only refuses what cannot run
+  choose_job_device(cfg);  // a device this host has, or one line saying why not
   int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
   if (!cfg.model.path.empty()) {
     const LlamaConfig mc = read_model_config(cfg.model.path);  // the config only, no weights
@@ -51,13 +52,13 @@ void check_job(const JobConfig& cfg, int world_size) {
                                               " ranks (run it with one)");
 }
 
-int run_phase(const JobConfig& cfg, const World& world) {
+int run_phase(const JobConfig& cfg, const World& world, const c10::Device& device) {
   if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
   switch (cfg.training.stage) {
-    case Phase::kLm: return run_lm_phase(cfg, world);
-    case Phase::kGrounding: return run_grounding_phase(cfg);
+    case Phase::kLm: return run_lm_phase(cfg, world, device);
+    case Phase::kGrounding: return run_grounding_phase(cfg, device);
     case Phase::kGraphMatching:
-    case Phase::kTask: return run_graph_phase(cfg, world);
+    case Phase::kTask: return run_graph_phase(cfg, world, device);
   }
   return 1;
 }
@@ -101,14 +102,32 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   int argc = 0;
   char** argv = nullptr;
   World world(&argc, &argv);
+  c10::Device device = c10::kCPU;
   try {
     control::connect(world.rank(), world.size());  // when the launcher started this job
     JobConfig cfg = read_job(config_path, extra);
     check_job(cfg, world.size());
+    // Before any communicator forms: NCCL's go to the device current when they are made.
+    device = use_job_device(cfg);
+    control::report_device(describe_device(device));
     const std::unique_ptr<RunFolderLock> lock = take_run_folder(cfg, world);
-    const int rc = run_phase(cfg, world);
+    int rc = 0;
+    try {
+      rc = run_phase(cfg, world, device);
+    } catch (const c10::OutOfMemoryError& e) {
+      throw DeviceOutOfMemory(0, e.what());  // outside the steps: loading the weights
+    }
     control::report_done();
     return rc;
+  } catch (const DeviceOutOfMemory& e) {
+    // The run does not fit this GPU: not bad input and not a bug. The rank that ran out says so
+    // with its figures; the others may wait for it in a collective, so it ends the job.
+    const std::string line = out_of_memory_line(e, device);
+    control::report_error(line);
+    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), line.c_str());
+    std::fflush(stderr);
+    if (world.size() == 1) return kExitRunFailed;
+    world.abort(kExitRunFailed);
   } catch (const TrainingStopped& s) {
     control::report_stopped(s.step);
     control::report_done();

@@ -2,12 +2,14 @@
 # The GPU machine's check, prepared to run as it is: scripts/device/pack.sh first, here, then
 #   run(carry=["device_pack"], timeout_s=540, command="scripts/device/gpu_check.sh")
 # It takes under 8 minutes and writes one table, $OUT/gpu_check.md (and the whole log beside
-# it): the machine, whether graphtune's binaries and the packed OpenMPI run there, what --device
-# cuda says on a host with a GPU, the NCCL backend's operations with one rank and with two
-# ranks on the one GPU (each its own NCCL_HOSTID, which NCCL accepts for a correctness check),
-# a stalled peer, the pipeline executor's GPipe and 1F1B over NCCL against the serial model,
-# the CUDA context and cuBLAS workspace, and the bf16 matmul peak that MFU will be measured
-# against. What needs the CUDA training step, which is not built yet, is listed as not run.
+# it): the machine, whether graphtune's binaries and the packed OpenMPI run there, the NCCL
+# backend's operations with one rank and with two ranks on the one GPU (each its own
+# NCCL_HOSTID, which NCCL accepts for a correctness check), a stalled peer, the pipeline
+# executor's GPipe and 1F1B over NCCL against the serial model, the CUDA context and cuBLAS
+# workspace, the bf16 matmul peak; then graphtune's own steps on the GPU: greedy generation
+# against the golden text, a GraphGPT stage-1 job on CUDA against the same job on the CPU
+# (fp32, TF32 off), bf16 with TF32 learning, dp=2, pp=2 (GPipe, 1F1B) and tp=2 over NCCL
+# against one CUDA rank, the phase lm, eval, and what each rank's GPU held at its peak.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpu_check}
@@ -58,10 +60,18 @@ row "machine" "$([ "$gpus" -ge 1 ] && echo PASS || echo FAIL)" "$gpus GPU(s), dr
 capture "$OUT/mpi.txt" "${MPIRUN[@]}" -np 2 "$PACK/bin/nccl_probe" open mpi
 row "packed OpenMPI, 2 ranks" "$([ "$last_rc" -eq 0 ] && grep -q 'rank 1 of 2' "$OUT/mpi.txt" && echo PASS || echo FAIL)" "exit $last_rc in ${last_secs}s"
 
-# 3. --device cuda where there is a GPU: refused, as the CUDA step is not built yet.
-capture "$OUT/device.txt" "$PACK/bin/graphtune" train -c configs/lm.toml --device cuda --job.out_dir /tmp/gt_cuda
-row "train --device cuda" "$([ "$last_rc" -eq 2 ] && grep -q 'not supported yet: computing on CUDA' "$OUT/device.txt" && echo PASS || echo FAIL)" \
-  "exit $last_rc: $(tail -1 "$OUT/device.txt" | cut -c1-160)"
+# 3. Greedy generation on the GPU: llama2.c's stories260K must write the golden text.
+llm=$PACK/assets/llm
+capture "$OUT/generate.txt" timeout 60 "$PACK/bin/graphtune" generate --model "$llm/stories260K.bin" --tokenizer "$llm/tok512.bin" \
+  --prompt "Once upon a time" --max-new-tokens 256 --temperature 0 --device cuda
+golden_ok=$("$PY" - "$OUT/generate.txt" "$llm/stories260K_greedy_once_upon_a_time_n256.txt" <<'PY' 2>>"$LOG"
+import sys
+got, want = open(sys.argv[1]).read(), open(sys.argv[2]).read().strip()
+print("PASS" if want in got else "FAIL")
+PY
+)
+row "generate --device cuda: golden greedy text" "$([ "$last_rc" -eq 0 ] && [ "$golden_ok" = PASS ] && echo PASS || echo FAIL)" \
+  "exit $last_rc, ${last_secs}s: $(grep -o '[0-9.]* tok/s' "$OUT/generate.txt" | tail -1)"
 
 # 4-6. The NCCL backend.
 capture "$OUT/nccl1.txt" "${MPIRUN[@]}" -np 1 "$PACK/bin/nccl_probe" ops nccl
@@ -110,11 +120,86 @@ peak=$(awk '/^bf16_matmul_tflops/ {print $2}' "$OUT/cuda.txt")
 row "CUDA context; cuBLAS beyond the allocator" "$([ -n "$ctx" ] && echo MEASURED || echo FAIL)" "${ctx:-?} MiB; ${cublas:-?} MiB at the first bf16 matmul"
 row "bf16 matmul peak (8192^3)" "$([ -n "$peak" ] && echo MEASURED || echo FAIL)" "${peak:-?} TFLOP/s"
 
-for what in "CUDA vs CPU parity of a GraphGPT step (fp32 1e-4, bf16 2e-2)" "20 bf16 stage-1 steps, loss falling" \
-            "dp=2 / pp=2 training over NCCL vs one rank" "peak GPU memory per rank vs the planner" \
-            "stage-1 step at 7B layer shape: tokens/s, MFU, vs bench/reference"; do
-  row "$what" "NOT RUN" "needs the CUDA training step, not built yet (--device cuda is refused)"
+# 10-16. graphtune's steps on the GPU. The fixture: a small LLM trained here on the CPU (stage
+# lm, 20 steps) and 40 graph-matching records of the embedded graph, as tests/cli/parallel_train.sh.
+G=$OUT/graph
+mkdir -p "$G"
+W=$PACK/bin/graphtune-worker
+capture "$G/fixture.txt" bash -c "'$PACK/bin/graphtune' train --config configs/lm.toml --model.max_seq_len 1024 --training.steps 20 \
+  --training.log_every 10 --device cpu --job.out_dir '$G/base' && '$PACK/bin/graphtune' data build --graph embedded \
+  --task graph_matching --split train --max-nodes 3 --max-records 40 --out '$G/gm.json'"
+GRAPH=(--model.path "$G/base/model" --training.stage graph_matching --data.instructions "$G/gm.json" --data.max_len 1024
+       --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1 --optimizer.lr 1e-2
+       --training.max_grad_norm 2e-5)
+job() {  # job NAME NP ARGS...: the worker's train on the fixture, one process or NP ranks on the one GPU
+  local name=$1 np=$2; shift 2
+  if [ "$np" -eq 1 ]; then
+    capture "$G/$name.txt" timeout 150 "$W" train -c configs/lm.toml "${GRAPH[@]}" "$@" --job.out_dir "$G/$name"
+  else
+    capture "$G/$name.txt" "${MPIRUN[@]}" -x GRAPHTUNE_TEST_SHARE_GPU=1 -np "$np" "$own_host" "$W" train -c configs/lm.toml \
+      "${GRAPH[@]}" "$@" --job.out_dir "$G/$name"
+  fi
+}
+# same REF GOT RTOL: losses and gradient norms of every step, and the trained projector and token
+# rows, agree within RTOL; prints the worst relative differences.
+same() {
+  "$PY" - "$G/$1" "$G/$2" "$3" <<'PY' 2>&1
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file
+ref, got, rtol = sys.argv[1], sys.argv[2], float(sys.argv[3])
+log = lambda d, k: np.array([json.loads(l)[k] for l in open(d + "/train_log.jsonl")])
+worst = 0.0
+for k in ("loss", "grad_norm"):
+    a, b = log(ref, k), log(got, k)
+    assert len(a) == len(b) > 0, (k, a, b)
+    worst = max(worst, float(np.max(np.abs(b - a) / np.abs(a))))
+for f in ("graph_projector.safetensors", "graph_tokens.safetensors"):
+    x, y = load_file(f"{ref}/{f}"), load_file(f"{got}/{f}")
+    for n in x:
+        worst = max(worst, float(np.max(np.abs(y[n] - x[n]) / np.maximum(np.abs(x[n]), 1e-3))))
+print(("PASS" if worst <= rtol else "FAIL") + f" worst relative difference {worst:.2e} (allowed {rtol:g})")
+PY
+}
+verdict() { [ "$last_rc" -eq 0 ] && grep -q '^PASS' <<<"$1" && echo PASS || echo FAIL; }
+gpu_peak() { grep -o 'cuda:0: [0-9.]* GiB allocated (peak), [0-9.]* GiB reserved' "$1" | head -1; }
+
+job g_cpu 1 --device cpu
+job g_cuda 1 --device cuda --training.tf32 false
+r=$(same g_cpu g_cuda 1e-4)
+row "GraphGPT stage 1 on CUDA vs the CPU (fp32, TF32 off, 3 steps)" "$(verdict "$r")" \
+  "$r; $(grep -o 'attention [a-z_ ()]*' "$G/g_cuda.txt" | head -1); $(gpu_peak "$G/g_cuda.txt")"
+job g_bf16 1 --device cuda --model.dtype bf16
+close=$("$PY" -c "
+import json
+l = lambda d: [json.loads(x)['loss'] for x in open(d + '/train_log.jsonl')]
+a, b = l('$G/g_cuda'), l('$G/g_bf16')
+worst = max(abs(y - x) / x for x, y in zip(a, b))
+print(('PASS' if len(a) == len(b) == 3 and worst <= 2e-2 else 'FAIL') + f' worst relative loss difference {worst:.2e} (allowed 2e-2)')" 2>>"$LOG")
+row "bf16 autocast + TF32 vs fp32 on CUDA, 3 steps" "$(verdict "$close")" "$close; $(grep -o 'attention [a-z_]*' "$G/g_bf16.txt" | head -1)"
+job g_bf16_20 1 --device cuda --model.dtype bf16 --training.steps 20 --training.log_every 5 --training.max_grad_norm 1.0
+falling=$("$PY" -c "import json,sys; l=[json.loads(x)['loss'] for x in open('$G/g_bf16_20/train_log.jsonl')]; print('PASS' if l[-1] < l[0] else 'FAIL', ' '.join(f'{v:.4f}' for v in l))" 2>>"$LOG")
+row "bf16 + TF32 on CUDA, 20 steps: loss falls" "$(verdict "$falling")" "losses ${falling#* }"
+job g_ref 1 --device cuda --training.tf32 false
+for layout in "dp2 --parallelism.dp 2" "pp2_gpipe --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
+              "pp2_1f1b --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" "tp2 --parallelism.tp 2"; do
+  set -- $layout
+  name=$1; shift
+  job "g_$name" 2 --device cuda --training.tf32 false "$@"
+  r=$(same g_ref "g_$name" 1e-4)
+  row "$name over NCCL (2 ranks, 1 GPU) vs one CUDA rank" "$(verdict "$r")" "$r, ${last_secs}s"
 done
+capture "$G/lm.txt" timeout 150 "$W" train -c configs/lm.toml --training.steps 30 --training.log_every 10 --device cuda --job.out_dir "$G/lm"
+lm_loss=$("$PY" -c "import json; l=[json.loads(x)['loss'] for x in open('$G/lm/train_log.jsonl')]; print('PASS' if l[-1] < l[0] else 'FAIL', ' '.join(f'{v:.3f}' for v in l))" 2>>"$LOG")
+row "stage lm on CUDA, 30 steps: loss falls, model written" "$([ -s "$G/lm/model/model.safetensors" ] && verdict "$lm_loss" || echo FAIL)" \
+  "losses ${lm_loss#* }; $(gpu_peak "$G/lm.txt")"
+EVAL=(eval --config configs/lm.toml --model.path "$G/base/model" --model.projector "$G/g_cuda/graph_projector.bin"
+      --data.instructions "$G/gm.json" --data.max_len 1024 --eval.max_new_tokens 8 --training.tf32 false)
+capture "$G/eval_cpu.txt" timeout 150 "$W" "${EVAL[@]}" --device cpu --out "$G/eval_cpu"
+capture "$G/eval.txt" timeout 150 "$W" "${EVAL[@]}" --device cuda --out "$G/eval"
+row "eval --device cuda: the CPU's greedy answers" "$([ "$last_rc" -eq 0 ] && cmp -s "$G/eval/predictions.jsonl" "$G/eval_cpu/predictions.jsonl" && echo PASS || echo FAIL)" \
+  "exit $last_rc, ${last_secs}s, $(grep -c '' "$G/eval/predictions.jsonl" 2>/dev/null) answers"
+row "stage-1 step at 7B layer shape: tokens/s, MFU" "NOT RUN" "not prepared yet (a random 7B-shape LLaMA folder, bench/make_llama_folder.py)"
 
 {
   echo "# graphtune GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
