@@ -1,21 +1,10 @@
 #include "weights/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-
-// The format is little-endian; so are the machines graphtune runs on, which lets the reader
-// hand out views of the mapped bytes.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors reader assumes little-endian");
 
 namespace gt {
 namespace {
@@ -35,20 +24,6 @@ const Dtype kDtypes[] = {
     {"F8_E5M2", torch::kFloat8_e5m2}, {"I8", torch::kInt8},          {"U8", torch::kUInt8},
     {"BOOL", torch::kBool},
 };
-
-// Asks the kernel to reclaim the whole pages inside [ptr, ptr + n) (a tensor's bytes in the
-// mapping; the pages at its ends may hold a neighbour's bytes too, and stay). Errors are
-// ignored: this only saves memory.
-void page_out(const void* ptr, uint64_t n) {
-#ifdef MADV_PAGEOUT
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(ptr) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + n) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
-#else
-  (void)ptr, (void)n;
-#endif
-}
 
 const Dtype* find_dtype(const std::string& name) {
   for (const auto& d : kDtypes)
@@ -74,39 +49,11 @@ std::string safetensors_dtype_name(torch::ScalarType type, const std::string& wh
   fail(where, std::string("torch dtype ") + c10::toString(type) + " has no safetensors counterpart");
 }
 
-struct SafetensorsFile::Mapping {
-  void* addr = nullptr;
-  size_t len = 0;
-  ~Mapping() {
-    if (addr) ::munmap(addr, len);
-  }
-  const char* bytes() const { return static_cast<const char*>(addr); }
-};
-
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const uint64_t file_bytes = uint64_t(st.st_size);
-  if (file_bytes < 8) {
-    ::close(fd);
+  std::shared_ptr<const MappedFile> map = MappedFile::open(path);
+  const uint64_t file_bytes = map->size();
+  if (file_bytes < 8)
     fail(path, "file is " + std::to_string(file_bytes) + " bytes, too short for the 8-byte header length");
-  }
-  auto map = std::make_shared<Mapping>();
-  // Private and writable: tensors handed out are ordinary writable tensors, and a write lands
-  // in a private copy of the page instead of the file (or a SIGSEGV on a read-only page).
-  // MAP_NORESERVE: nothing is charged against memory unless a page is actually written.
-  void* addr = ::mmap(nullptr, file_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-  int map_errno = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(map_errno));
-  map->addr = addr;
-  map->len = file_bytes;
-
   SafetensorsHeader header = parse_safetensors_header(map->bytes(), file_bytes, path);
   SafetensorsFile f;
   f.path_ = path;
@@ -132,21 +79,7 @@ const SafetensorsEntry& SafetensorsFile::info(const std::string& name) const {
 torch::Tensor SafetensorsFile::get(const std::string& name) const {
   const SafetensorsEntry& e = info(name);
   const Dtype* d = find_dtype(e.dtype);
-  auto opts = torch::TensorOptions().dtype(d->type);
-  const uint64_t n = e.end - e.begin;
-  if (n == 0) return torch::empty(e.shape, opts);
-  char* ptr = static_cast<char*>(map_->addr) + data_start_ + e.begin;
-  if (reinterpret_cast<uintptr_t>(ptr) % find_safetensors_dtype(e.dtype)->size != 0) {
-    torch::Tensor t = torch::empty(e.shape, opts);
-    std::memcpy(t.data_ptr(), ptr, n);
-    return t;
-  }
-  std::shared_ptr<const Mapping> keep = map_;
-  // When the view goes (a loader lets each tensor go once copied), so do its pages: without
-  // this a stage's whole share of the file stays resident until the last view is gone, as much
-  // again as the weights it was copied into. MADV_PAGEOUT only reclaims, it never discards: a
-  // page a caller wrote privately survives, and a kernel without it (before 5.4) keeps them.
-  return torch::from_blob(ptr, e.shape, [keep, ptr, n](void*) { page_out(ptr, n); }, opts);
+  return map_->view(data_start_ + e.begin, e.end - e.begin, e.shape, d->type);
 }
 
 std::map<std::string, torch::Tensor> load_safetensors(const std::string& path) {

@@ -3,8 +3,7 @@
 // header length N, N bytes of JSON {"name": {"dtype", "shape", "data_offsets": [begin, end)},
 // "__metadata__": {string: string}}, then the data section the offsets point into.
 //
-// Reading maps the file instead of reading it: a 7B checkpoint is 13 GB, and with a mapping the
-// page cache is the only copy until load_weights() copies each tensor into the model.
+// Reading maps the file instead of reading it (weights/mapped_file.hpp).
 // Every inconsistency in a file is an InputError naming the file and the tensor.
 #include <torch/types.h>
 
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "formats/safetensors_header.hpp"  // SafetensorsEntry; the header's parsing and checks
+#include "weights/mapped_file.hpp"
 
 namespace gt {
 
@@ -38,9 +38,8 @@ class SafetensorsFile {
   torch::Tensor get(const std::string& name) const;
 
  private:
-  struct Mapping;
   std::string path_;
-  std::shared_ptr<const Mapping> map_;
+  std::shared_ptr<const MappedFile> map_;
   uint64_t data_start_ = 0;  // 8 + N
   std::map<std::string, SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;
