@@ -150,8 +150,40 @@ def safetensors():
     write("safetensors_header", "short.bin", b"\x02\x00\x00")
 
 
+def torch_pickle():
+    """The data.pkl of real torch.save files (torch writes them), and hand-made bad ones."""
+    import collections
+    import io
+    import zipfile
+
+    import torch
+
+    def pkl(obj, protocol=2):
+        buf = io.BytesIO()
+        torch.save(obj, buf, pickle_protocol=protocol)
+        with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+            return z.read([n for n in z.namelist() if n.endswith("/data.pkl")][0])
+
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    sd = collections.OrderedDict([("w", base.half()), ("b", torch.ones(4, dtype=torch.bfloat16)),
+                                  ("view", base[1:, 1:3]), ("t", base.t()), ("scalar", torch.tensor(3.0)),
+                                  ("empty", torch.zeros(0, 5))])
+    sd._metadata = collections.OrderedDict([("", {"version": 1}), ("layer", {"version": 2})])
+    write("torch_pickle", "state-dict.pkl", pkl(sd))
+    write("torch_pickle", "state-dict-protocol4.pkl", pkl(sd, 4))
+    write("torch_pickle", "plain-dict.pkl", pkl({"model.graph_projector.weight": torch.zeros(4, 2),
+                                                 "model.graph_projector.bias": torch.zeros(4)}))
+    write("torch_pickle", "parameter.pkl", pkl({"p": torch.nn.Parameter(torch.ones(2, 2))}))
+    write("torch_pickle", "nested.pkl", pkl({"a": [1, 2.5, "x", b"y", None, True, (3, -70000, 2 ** 40)],
+                                             "b": {"c": torch.ones(1, dtype=torch.int64)}}))
+    write("torch_pickle", "os-system.pkl", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.")
+    write("torch_pickle", "truncated.pkl", pkl(sd)[:100])
+    write("torch_pickle", "self-append.pkl", b"\x80\x02]q\x00h\x00a.")
+    write("torch_pickle", "deep.pkl", b"\x80\x02" + b"]" * 300 + b"a" * 299 + b".")
+
+
 if __name__ == "__main__":
-    for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header"]:
+    for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header", "torch_pickle"]:
         d = CORPUS / target
         if d.exists():
             for f in d.glob("seed-*"):
@@ -161,3 +193,4 @@ if __name__ == "__main__":
     instructions()
     config()
     safetensors()
+    torch_pickle()
