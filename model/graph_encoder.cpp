@@ -10,6 +10,7 @@
 #include "model/graph_projector.hpp"
 #include "model/named_weights.hpp"
 #include "weights/safetensors.hpp"
+#include "weights/torch_file.hpp"
 
 namespace gt {
 

@@ -1,10 +1,6 @@
 #include "model/graph_projector.hpp"
 
 #include <torch/torch.h>
-#include <torch/serialize.h>
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <cmath>
 #include <sstream>
@@ -13,6 +9,7 @@
 #include "common/error.hpp"
 #include "model/named_weights.hpp"
 #include "weights/safetensors.hpp"
+#include "weights/torch_file.hpp"
 
 namespace gt {
 
@@ -81,66 +78,6 @@ std::vector<std::pair<std::string, torch::Tensor>> cpu_tensors(const GraphProjec
 }
 
 }  // namespace
-
-std::map<std::string, torch::Tensor> load_torch_state_dict(const std::string& path) {
-  const std::string bytes = read_file(path);
-  torch::IValue v;
-  try {
-    v = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const c10::Error& e) {
-    if (bytes.find("collections\nOrderedDict") != std::string::npos) v = torch::IValue();  // see below
-    else {
-    std::string what = e.what_without_backtrace();
-    if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-    fail(path, "not a torch.save'd dict of tensors: " + what);
-    }
-  }
-  if (v.isNone()) {
-    // libtorch's unpickler turns collections.OrderedDict (what a module's state_dict() is) into
-    // None, so such files cannot be read here.
-    fail(path, "holds a collections.OrderedDict (a module's state_dict()), which libtorch cannot unpickle; "
-               "re-save it in Python as a plain dict (torch.save(dict(sd), path)) or as safetensors");
-  }
-  if (!v.isGenericDict()) fail(path, "not a torch.save'd dict of tensors (the top-level object is a " + v.tagKind() + ")");
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& item : v.toGenericDict()) {
-    if (!item.key().isString()) fail(path, "a key of the dict is a " + item.key().tagKind() + ", not a string");
-    const std::string key = item.key().toStringRef();
-    if (!item.value().isTensor()) fail(path, "entry '" + key + "' is a " + item.value().tagKind() + ", not a tensor");
-    out[key] = item.value().toTensor();
-  }
-  return out;
-}
-
-void save_torch_state_dict(const std::string& path,
-                           const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
-  c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, t] : tensors) dict.insert(name, t.detach().to(torch::kCPU).contiguous());
-  // torch::pickle_save, except that the dict is written untagged: pickle_save's type tag
-  // (torch.jit._pickle.restore_type_tag) is a global that torch.load(weights_only=True), the
-  // default since PyTorch 2.6, refuses. Untagged, the file holds only what torch.save writes for
-  // a dict of tensors.
-  std::vector<char> pickle_data;
-  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle_data.insert(pickle_data.end(), buf, buf + n); },
-                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
-                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(torch::IValue(dict));
-  pickler.stop();
-  std::vector<char> container;
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* p, size_t n) -> size_t {
-      const char* b = static_cast<const char*>(p);
-      container.insert(container.end(), b, b + n);
-      return n;
-    });
-    torch::jit::writeArchiveAndTensors("data", pickle_data.data(), pickle_data.size(), pickler.tensorData(), writer);
-    writer.writeEndOfFile();
-  }
-  AtomicFile f(path);
-  f.write(container.data(), container.size());
-  f.commit();
-}
 
 void save_graph_projector_bin(const std::string& path, const GraphProjector& projector) {
   save_torch_state_dict(path, cpu_tensors(projector));

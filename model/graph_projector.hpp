@@ -57,11 +57,4 @@ GraphProjector load_graph_projector_bin(const std::string& path);
 void save_graph_projector_safetensors(const std::string& path, const GraphProjector& projector);
 GraphProjector load_graph_projector_safetensors(const std::string& path);
 
-// A torch.save'd dict of tensors (Python's zip format, or torch::pickle_save output) by name,
-// on the CPU. Nested values or non-tensor values are an InputError naming the file and key.
-std::map<std::string, torch::Tensor> load_torch_state_dict(const std::string& path);
-// The inverse, through AtomicFile; Python's torch.load reads it back as a dict of tensors.
-void save_torch_state_dict(const std::string& path,
-                           const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
-
 }  // namespace gt

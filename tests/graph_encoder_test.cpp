@@ -15,6 +15,7 @@
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
 #include "weights/safetensors.hpp"
+#include "weights/torch_file.hpp"
 
 namespace {
 

@@ -407,7 +407,7 @@ TEST(HfFolderErrors, BrokenShardsAndMissingWeights) {
     const std::string dir = tmp.file("m");
     gt::save_hf_folder(dir, cfg, random_weights(cfg));
     ::remove((dir + "/model.safetensors").c_str());
-    expect_error([&] { gt::read_hf_weights(dir); }, {dir, "no model.safetensors or model.safetensors.index.json"});
+    expect_error([&] { gt::read_hf_weights(dir); }, {dir, "no model.safetensors, model.safetensors.index.json, pytorch_model.bin or pytorch_model.bin.index.json"});
     std::ofstream(dir + "/model.safetensors") << "garbage that is not safetensors";
     expect_error([&] { gt::read_hf_weights(dir); }, {dir + "/model.safetensors", "exceeds the file size"});
   }

@@ -102,9 +102,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gt_graph_ref_") as d:
         save_file(w, os.path.join(d, "encoder.safetensors"))
         save_file({"x": x, "edge_index": edge_index}, os.path.join(d, "inputs.safetensors"))
-        # Laid out as clip_gt_arxiv_pub.pkl: the CLIP model's state dict, the encoder under "gnn.".
-        # That file is an OrderedDict, which libtorch cannot unpickle: graphtune reads the plain
-        # dict and must give a clear error for the OrderedDict.
+        # Laid out as clip_gt_arxiv_pub.pkl: the CLIP model's state dict, the encoder under "gnn.",
+        # as a plain dict and as the OrderedDict that file is (module.state_dict()).
         clip = collections.OrderedDict([("logit_scale", torch.tensor(2.0)),
                                         ("transformer.resblocks.0.attn.in_proj_weight", torch.zeros(6, 2))])
         clip.update((f"gnn.{k}", v) for k, v in w.items())
@@ -120,7 +119,7 @@ def main():
 
         got = load_file(os.path.join(d, "cpp_out.safetensors"))
         ok = True
-        for key in ("out", "out_clip"):
+        for key in ("out", "out_clip", "out_clip_ordered"):
             g = got[key]
             if tuple(g.shape) != (n, OUT):
                 print(f"FAIL: {key} has shape {tuple(g.shape)}, want {(n, OUT)}")

@@ -12,6 +12,9 @@ namespace gt::hf_detail {
 
 inline constexpr const char* kSingleFile = "model.safetensors";
 inline constexpr const char* kIndexFile = "model.safetensors.index.json";
+// The pickled weights older folders (Vicuna's, GraphGPT's) carry instead.
+inline constexpr const char* kPickleFile = "pytorch_model.bin";
+inline constexpr const char* kPickleIndexFile = "pytorch_model.bin.index.json";
 
 // Drops what check_llama_tensors tolerated: inv_freq buffers, and lm_head.weight when tied (only
 // if it really is the embedding; a different head under a tying config is ambiguous).

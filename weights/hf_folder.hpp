@@ -1,6 +1,7 @@
 #pragma once
 // A Hugging Face LLaMA model folder: config.json, generation_config.json, and the weights as
-// model.safetensors or as shards listed in model.safetensors.index.json.
+// model.safetensors or as shards listed in model.safetensors.index.json, or, in older folders
+// (Vicuna's, GraphGPT's), pickled: pytorch_model.bin or shards in pytorch_model.bin.index.json.
 // Everything is checked against the config before a tensor is touched (the safetensors
 // headers carry names, dtypes and shapes), so a bad folder fails fast with a line that names
 // the file and the tensor or key.
@@ -17,8 +18,8 @@
 
 namespace gt {
 
-// The weights by Hugging Face name, as stored (bf16 stays bf16), viewing the mapped files (see
-// SafetensorsFile::get). Validated against read_hf_config(dir): every expected tensor present,
+// The weights by Hugging Face name, as stored (bf16 stays bf16, fp16 fp16), viewing the mapped
+// files (MappedFile::view). Validated against read_hf_config(dir): every expected tensor present,
 // none unknown, shapes equal, dtypes floating; old checkpoints' rotary_emb.inv_freq buffers
 // are dropped, and so is an lm_head.weight identical to the embedding when they are tied.
 std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir);

@@ -313,4 +313,60 @@ def outside(i):
 ckpt_case("index_file_outside_folder", edited_index(outside))
 ckpt_case("index_step_past_total", edited_index(lambda i: i.update(step=9)))
 ckpt_case("another_model", good)  # intact: the case resumes configs/lm.toml (dim 96) from it
-print("tokenizer/, llama2c/, safetensors/, graph/*/features.npy, checkpoint/ remade in", HERE)
+
+
+# --- torch.save'd weights: a Hugging Face folder of the same tiny LLaMA with pytorch_model.bin
+# (written by torch itself), each damaged one way. Needs torch.
+def torch_pickles():
+    import collections
+    import io
+    import pickle
+    import zipfile
+
+    import torch
+
+    def pickle_folder(name, data):
+        out(f"pickle/{name}/config.json", (json.dumps(CONFIG, indent=2) + "\n").encode())
+        out(f"pickle/{name}/pytorch_model.bin", data)
+
+    sd = collections.OrderedDict((k, torch.full(v, 0.02)) for k, v in sorted(SHAPES.items()))
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    good = buf.getvalue()
+    pickle_folder("truncated_zip", good[: len(good) // 2])
+
+    class Storage:
+        def __init__(self, key, numel):
+            self.key, self.numel = key, numel
+
+    class Tensor:  # pickled as torch.save pickles a tensor
+        def __init__(self, storage, size):
+            self.args = (storage, 0, size, (1,), False, collections.OrderedDict())
+
+        def __reduce__(self):
+            return torch._utils._rebuild_tensor_v2, self.args
+
+    class Call:
+        def __reduce__(self):
+            return os.system, ("echo pwned",)
+
+    def zip_of(obj, records):
+        pkl = io.BytesIO()
+        pk = pickle.Pickler(pkl, protocol=2)
+        pk.persistent_id = lambda o: ("storage", torch.FloatStorage, o.key, "cpu", o.numel) if isinstance(o, Storage) else None
+        pk.dump(obj)
+        z = io.BytesIO()
+        with zipfile.ZipFile(z, "w") as f:
+            f.writestr("archive/data.pkl", pkl.getvalue())
+            for k, v in records.items():
+                f.writestr(f"archive/data/{k}", v)
+            f.writestr("archive/version", "3\n")
+        return z.getvalue()
+
+    pickle_folder("calls_os_system", zip_of({"model.norm.weight": Call()}, {}))
+    pickle_folder("tensor_past_storage", zip_of({"model.norm.weight": Tensor(Storage("0", 4), (8,))}, {"0": b"\0" * 16}))
+    pickle_folder("record_too_short", zip_of({"model.norm.weight": Tensor(Storage("0", 8), (8,))}, {"0": b"\0" * 16}))
+
+
+torch_pickles()
+print("tokenizer/, llama2c/, safetensors/, pickle/, graph/*/features.npy, checkpoint/ remade in", HERE)
