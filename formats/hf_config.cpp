@@ -32,6 +32,14 @@ const std::set<std::string> kHarmlessKeys = {
     "forced_eos_token_id", "remove_invalid_values", "suppress_tokens", "begin_suppress_tokens",
 };
 
+// GraphGPT's GraphLlama keys, which its FAQ has users add to Vicuna's config.json by hand: they
+// name the graph encoder and projector, which graphtune takes from the job config instead
+// ([model].graph_encoder, [model].projector), so the LLM they describe is the plain LLaMA.
+const std::set<std::string> kGraphLlamaKeys = {
+    "graph_hidden_size", "pretrain_graph_model_path", "graph_tower", "use_graph_proj", "use_graph_start_end",
+    "graph_select_layer", "tune_graph_mlp_adapter", "freeze_graph_mlp_adapter", "sep_graph_conv_front",
+};
+
 // Keys that would change the model and that graphtune cannot honour, with the reason.
 const std::map<std::string, std::string> kUnsupportedKeys = {
     {"quantization_config", "quantized checkpoints are not supported"},
@@ -91,7 +99,7 @@ class ConfigReader {
   // Every key must be read, known harmless, or known unsupported.
   void check_unread() const {
     for (const auto& [key, value] : j_.items()) {
-      if (seen_.count(key) || kHarmlessKeys.count(key)) continue;
+      if (seen_.count(key) || kHarmlessKeys.count(key) || kGraphLlamaKeys.count(key)) continue;
       auto it = kUnsupportedKeys.find(key);
       if (it != kUnsupportedKeys.end()) {
         if (value.is_null()) continue;
@@ -166,6 +174,9 @@ LlamaConfig read_hf_config(const std::string& dir) {
   ConfigReader r(path, j);
 
   std::string model_type = r.string("model_type", "");
+  if (model_type == "GraphLlama")
+    fail(path, "not supported yet: GraphGPT's own tuned model (model_type \"GraphLlama\", its projector inside the "
+               "shards); point [model].path at the base LLM (Vicuna) and [model].projector at a graph_projector.bin");
   if (model_type != "llama")
     r.bad("model_type", "must be \"llama\" (got " + (r.has("model_type") ? r.at("model_type").dump() : "nothing") + ")");
   if (r.has("architectures")) {
@@ -218,6 +229,8 @@ LlamaConfig read_hf_config(const std::string& dir) {
   }
   cfg.rope_theta = theta.value_or(10000.0);
 
+  for (const auto& [key, value] : j.items())
+    if (kGraphLlamaKeys.count(key)) cfg.graphgpt_keys.push_back(key);
   r.check_unread();
   if (std::string p = cfg.problem(); !p.empty()) fail(path, p);
   return cfg;

@@ -3,6 +3,7 @@
 // weight-format readers validate against it before anything is allocated.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gt {
 
@@ -19,6 +20,9 @@ struct LlamaConfig {
   double rope_scaling_factor = 1.0;  // linear RoPE scaling: positions divided by this
   bool tie_embeddings = false;       // output head shares the token embedding
   int64_t bos_id = 1, eos_id = 2, pad_id = 0;
+  // GraphGPT's keys a Hugging Face config.json carries (graph_hidden_size, graph_tower, ...):
+  // read past, not used; the trainers name them in one line.
+  std::vector<std::string> graphgpt_keys;
 
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }

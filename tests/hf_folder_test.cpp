@@ -412,3 +412,27 @@ TEST(HfFolderErrors, BrokenShardsAndMissingWeights) {
     expect_error([&] { gt::read_hf_weights(dir); }, {dir + "/model.safetensors", "exceeds the file size"});
   }
 }
+
+// Vicuna's config.json as GraphGPT's FAQ has users leave it: GraphLlama's keys are read past and
+// listed (the trainers name them in one line); GraphGPT's own tuned model is refused, saying why.
+TEST(HfConfig, ReadsPastGraphGptsKeys) {
+  json j = base_config();
+  j["graph_hidden_size"] = 128;
+  j["pretrain_graph_model_path"] = "/home/user/Arxiv-PubMed-GraphCLIP-GT/";
+  j["graph_tower"] = "clip_gt_arxiv_pub";
+  j["use_graph_start_end"] = true;
+  TempDir dir;
+  write_config(dir.path, j);
+  const gt::LlamaConfig c = gt::read_hf_config(dir.path);
+  EXPECT_EQ(c.graphgpt_keys, (std::vector<std::string>{"graph_hidden_size", "graph_tower", "pretrain_graph_model_path",
+                                                       "use_graph_start_end"}));
+  EXPECT_EQ(c.dim, base_config()["hidden_size"].get<int64_t>());
+  TempDir plain;
+  write_config(plain.path, base_config());
+  EXPECT_TRUE(gt::read_hf_config(plain.path).graphgpt_keys.empty());
+
+  json graphllama = j;
+  graphllama["model_type"] = "GraphLlama";
+  graphllama["architectures"] = {"GraphLlamaForCausalLM"};
+  expect_config_error(graphllama, "not supported yet: GraphGPT's own tuned model (model_type \"GraphLlama\"");
+}

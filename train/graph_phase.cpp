@@ -153,6 +153,8 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
                cfg.model.path.c_str(), static_cast<long long>(trainable), name_of(cfg.training.trainable));
   // Frozen LLM and encoder are bf16 already (build_graphgpt); the projector and rows stay fp32.
   std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.model.dtype, frozen_bytes(*model)).c_str());
+  if (const std::string note = graphgpt_keys_note(model->llm->config(), cfg.model.path); !note.empty())
+    std::fprintf(stderr, "graphtune: %s\n", note.c_str());
 }
 
 // The outputs are whole tensors: shards come back together on the tp ranks of stage 0 of

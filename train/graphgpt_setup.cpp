@@ -170,6 +170,14 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   return s;
 }
 
+std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_path) {
+  if (llm.graphgpt_keys.empty()) return "";
+  std::string keys;
+  for (const auto& k : llm.graphgpt_keys) keys += (keys.empty() ? "" : ", ") + k;
+  return model_path + "/config.json: GraphGPT's keys " + keys + " are not used: graphtune takes the graph encoder from "
+         "[model].graph_encoder and the projector from [model].projector";
+}
+
 void save_graph_phase_outputs(GraphGpt& model, const std::string& dir) {
   make_dirs(dir);
   save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);

@@ -33,6 +33,11 @@ using StageChoice = std::function<LlamaStage(const StageWeights&)>;
 GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device = torch::kCPU,
                              const StageChoice& choose_stage = nullptr, std::vector<InstructionRecord>* records = nullptr);
 
+// The one line a job prints for GraphGPT's keys in the LLM's config.json (graph_hidden_size,
+// pretrain_graph_model_path, ...: GraphGPT's FAQ has users add them), which graphtune reads past:
+// "" when there are none.
+std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_path);
+
 // What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict, keys
 // model.graph_projector.weight/bias), the same as graph_projector.safetensors, the learned
 // <g_start>/<g_end> rows as graph_tokens.safetensors, and the encoder it ran with as

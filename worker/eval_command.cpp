@@ -131,6 +131,8 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   if (records.size() != before) refs = references(records, classes, cfg.data.instructions);
   if (cfg.model.projector.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
+  if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); !note.empty())
+    std::fprintf(stderr, "graphtune: %s\n", note.c_str());
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
   const ChatTemplate tmpl = chat_template_named(cfg.data.chat_template, cfg.where("data", "template"));
   const int32_t stop_id = chat_stop_id(tmpl, *s.tokenizer);  // where each answer ends

@@ -27,6 +27,25 @@ done
 check "stage 2 from stage 1's projector exits 0" test $? -eq 0
 check "stage 2 wrote its projector" test -s "$TMP/s2/graph_projector.bin"
 
+# The LLM's config.json as GraphGPT's FAQ has users edit Vicuna's: its keys are read past and
+# named in one line; the pickled weights (pytorch_model.bin, as Vicuna ships) are read as well.
+cp -r "$TMP/lm/model" "$TMP/vicuna_like"
+"$PY" - "$TMP/vicuna_like" <<'PYEOF2'
+import json, os, sys, torch
+from safetensors.torch import load_file
+d = sys.argv[1]
+c = json.load(open(f"{d}/config.json"))
+c.update(graph_hidden_size=128, pretrain_graph_model_path="/home/me/Arxiv-PubMed-GraphCLIP-GT/")
+json.dump(c, open(f"{d}/config.json", "w"), indent=2)
+torch.save(load_file(f"{d}/model.safetensors"), f"{d}/pytorch_model.bin")
+os.remove(f"{d}/model.safetensors")
+PYEOF2
+"$GT" train --config "$CFG" "${STAGE[@]}" --model.path "$TMP/vicuna_like" --training.stage graph_matching \
+  --data.instructions "$TMP/gm.json" --training.steps 2 --job.out_dir "$TMP/s1vicuna" >/dev/null 2>"$TMP/s1vicuna.err"
+check "stage 1 on a pickled LLM whose config.json has GraphGPT's keys exits 0" test $? -eq 0
+check "  and names the keys in one line" grep -q \
+  "config.json: GraphGPT's keys graph_hidden_size, pretrain_graph_model_path are not used" "$TMP/s1vicuna.err"
+
 # Stage 1 in bf16 (configs/graphgpt/*.toml ask for it): frozen LLM and encoder stored in bf16,
 # the projector trained from fp32 master weights and written as fp32.
 "$GT" train --config "$CFG" "${STAGE[@]}" --training.stage graph_matching --data.instructions "$TMP/gm.json" \
