@@ -79,13 +79,39 @@ std::vector<std::pair<std::string, torch::Tensor>> cpu_tensors(const GraphProjec
 
 }  // namespace
 
-void save_graph_projector_bin(const std::string& path, const GraphProjector& projector) {
-  save_torch_state_dict(path, cpu_tensors(projector));
+void save_graph_projector_bin(const std::string& path, const GraphProjector& projector, const torch::Tensor& token_rows) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  if (token_rows.defined()) {
+    if (token_rows.dim() != 2 || token_rows.size(0) != 2 || token_rows.size(1) != projector->llm_dim())
+      throw std::invalid_argument("save_graph_projector_bin: token rows must be [2, llm_dim]");
+    tensors.emplace_back(kGraphEmbedTokens, token_rows.detach().to(torch::kCPU).contiguous());
+  }
+  for (auto& t : cpu_tensors(projector)) tensors.push_back(std::move(t));  // after the embedding: see the header
+  save_torch_state_dict(path, tensors);
 }
 
-GraphProjector load_graph_projector_bin(const std::string& path) {
-  return projector_from(load_torch_state_dict(path), path);
+GraphProjectorFile read_graph_projector_bin(const std::string& path) {
+  std::map<std::string, torch::Tensor> weights = load_torch_state_dict(path);
+  GraphProjectorFile f;
+  if (auto e = weights.find(kGraphEmbedTokens); e != weights.end()) {
+    const torch::Tensor table = e->second;
+    weights.erase(e);
+    f.projector = projector_from(weights, path);
+    if (table.dim() != 2 || table.size(0) < 2 || table.size(1) != f.projector->llm_dim()) {
+      std::ostringstream ss;
+      ss << "tensor '" << kGraphEmbedTokens << "' has shape " << table.sizes() << ", expected [V, "
+         << f.projector->llm_dim() << "] or [2, " << f.projector->llm_dim() << "] (its last two rows are <g_start>, <g_end>)";
+      fail(path, ss.str());
+    }
+    if (!table.is_floating_point()) fail(path, std::string("tensor '") + kGraphEmbedTokens + "' is not floating point");
+    f.token_rows = table.narrow(0, table.size(0) - 2, 2).to(torch::kFloat32);
+    return f;
+  }
+  f.projector = projector_from(weights, path);
+  return f;
 }
+
+GraphProjector load_graph_projector_bin(const std::string& path) { return read_graph_projector_bin(path).projector; }
 
 void save_graph_projector_safetensors(const std::string& path, const GraphProjector& projector) {
   save_safetensors(path, cpu_tensors(projector));

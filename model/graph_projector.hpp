@@ -19,6 +19,8 @@ namespace gt {
 
 inline constexpr const char* kGraphProjectorWeight = "model.graph_projector.weight";
 inline constexpr const char* kGraphProjectorBias = "model.graph_projector.bias";
+// The embedding table a GraphGPT projector file carries the <g_start>/<g_end> rows in.
+inline constexpr const char* kGraphEmbedTokens = "model.embed_tokens.weight";
 
 class GraphProjectorImpl : public torch::nn::Module {
  public:
@@ -47,12 +49,28 @@ class GraphProjectorImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GraphProjector);
 
-// GraphGPT's graph_projector.bin: written atomically, readable by Python's torch.load
-// (weights_only too). Tensors go to the CPU, contiguous, in their current dtype.
-void save_graph_projector_bin(const std::string& path, const GraphProjector& projector);
-// Reads a graph_projector.bin written by Python's torch.save or by save_graph_projector_bin;
-// the projector's shapes come from the file. InputError naming the file on anything else.
-GraphProjector load_graph_projector_bin(const std::string& path);
+// GraphGPT's graph_projector.bin, both ways. GraphGPT's stage 1 saves every parameter named like
+// graph_projector or embed_tokens: model.graph_projector.{weight,bias} and
+// model.embed_tokens.weight, the whole embedding table [V, D] whose last two rows are the learned
+// <g_start>/<g_end>. Its stage-2 loader requires model.embed_tokens.weight ([V, D] or [2, D]) and
+// copies its last two rows into those tokens, and loads the projector from
+// {key.split('.')[-1]: value} in the file's order, so the projector's weight must come after
+// the embedding's (the later "weight" wins).
+//
+// Writes them in that order, the rows as a [2, D] model.embed_tokens.weight when `token_rows`
+// is given; atomically, readable by Python's torch.load (weights_only too). Tensors go to the
+// CPU, contiguous, in their dtype.
+void save_graph_projector_bin(const std::string& path, const GraphProjector& projector,
+                              const torch::Tensor& token_rows = {});
+// What a graph_projector.bin (GraphGPT's, or save_graph_projector_bin's) holds: the projector,
+// its shapes from the file, and the <g_start>/<g_end> rows [2, D] (the last two rows of
+// model.embed_tokens.weight; undefined without it). InputError naming the file on anything else.
+struct GraphProjectorFile {
+  GraphProjector projector{nullptr};
+  torch::Tensor token_rows;
+};
+GraphProjectorFile read_graph_projector_bin(const std::string& path);
+GraphProjector load_graph_projector_bin(const std::string& path);  // the projector alone
 // The same two tensors as safetensors (weights/safetensors.hpp).
 void save_graph_projector_safetensors(const std::string& path, const GraphProjector& projector);
 GraphProjector load_graph_projector_safetensors(const std::string& path);

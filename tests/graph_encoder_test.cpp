@@ -231,6 +231,26 @@ TEST(GraphProjector, ForwardAndFiles) {
                                                    {gt::kGraphProjectorBias, torch::zeros({65})}});
   e = input_error_of([&] { gt::load_graph_projector_bin(dir.file("bad2.bin")); });
   EXPECT_TRUE(contains(e, "'model.graph_projector.bias' has shape [65]")) << e;
+
+  // The <g_start>/<g_end> rows travel as model.embed_tokens.weight: [2, D] as graphtune writes
+  // it, or GraphGPT's whole [V, D] table, whose last two rows they are.
+  const auto rows = torch::randn({2, 64});
+  gt::save_graph_projector_bin(dir.file("with_rows.bin"), p, rows);
+  gt::GraphProjectorFile f = gt::read_graph_projector_bin(dir.file("with_rows.bin"));
+  EXPECT_TRUE(torch::equal(f.token_rows, rows));
+  EXPECT_TRUE(torch::equal(f.projector->weight(), p->weight()));
+  EXPECT_FALSE(gt::read_graph_projector_bin(dir.file("graph_projector.bin")).token_rows.defined());
+  const auto table = torch::randn({9, 64}).to(torch::kFloat16);
+  gt::save_torch_state_dict(dir.file("graphgpt.bin"), {{gt::kGraphEmbedTokens, table},
+                                                       {gt::kGraphProjectorWeight, p->weight()},
+                                                       {gt::kGraphProjectorBias, p->bias()}});
+  f = gt::read_graph_projector_bin(dir.file("graphgpt.bin"));
+  EXPECT_TRUE(torch::equal(f.token_rows, table.narrow(0, 7, 2).to(torch::kFloat32)));
+  gt::save_torch_state_dict(dir.file("bad3.bin"), {{gt::kGraphEmbedTokens, torch::zeros({9, 63})},
+                                                   {gt::kGraphProjectorWeight, p->weight()},
+                                                   {gt::kGraphProjectorBias, p->bias()}});
+  e = input_error_of([&] { gt::read_graph_projector_bin(dir.file("bad3.bin")); });
+  EXPECT_TRUE(contains(e, "bad3.bin") && contains(e, "'model.embed_tokens.weight' has shape [9, 63], expected [V, 64]")) << e;
 }
 
 }  // namespace

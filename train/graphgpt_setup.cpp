@@ -116,18 +116,28 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   // Every file is read or checked before the stage is chosen (which may form the ranks'
   // groups): a bad one is every rank's error, said once.
   GraphProjector projector(encoder->config().gnn_output, mc.dim);
+  torch::Tensor file_token_rows;  // the <g_start>/<g_end> rows a graph_projector.bin may carry
   if (!projector_checkpoint.empty()) {
     check_projector_checkpoint(ckpt::read_index(projector_checkpoint), projector_checkpoint,
                                encoder->config().gnn_output, mc.dim);
   } else if (cfg.model.projector.empty()) {
     projector->init_weights(static_cast<uint64_t>(cfg.training.seed) + 1);
   } else {
-    projector = load_graph_projector_bin(cfg.model.projector);
+    GraphProjectorFile file = read_graph_projector_bin(cfg.model.projector);
+    projector = file.projector;
+    file_token_rows = file.token_rows;
   }
-  const std::string rows_file = cfg.model.projector.empty() || !projector_checkpoint.empty()
-                                    ? std::string() : sibling(cfg.model.projector, kTokenRowsFile);
+  // The rows: graphtune's graph_tokens.safetensors beside the projector (fp32, exact), else the
+  // projector file's own (GraphGPT's embedding rows).
+  std::string rows_file = cfg.model.projector.empty() || !projector_checkpoint.empty()
+                              ? std::string() : sibling(cfg.model.projector, kTokenRowsFile);
   std::optional<std::map<std::string, torch::Tensor>> token_rows;
-  if (!rows_file.empty() && path_exists(rows_file)) token_rows = load_safetensors(rows_file);
+  if (!rows_file.empty() && path_exists(rows_file)) {
+    token_rows = load_safetensors(rows_file);
+  } else if (file_token_rows.defined()) {
+    token_rows = std::map<std::string, torch::Tensor>{{"g_start", file_token_rows[0]}, {"g_end", file_token_rows[1]}};
+    rows_file = cfg.model.projector;
+  }
 
   // The LLM: a Hugging Face folder's weights are views of its mapped files, read only when
   // copied, and checked against its config here. The tokens are added first (they set the
@@ -180,7 +190,8 @@ std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_
 
 void save_graph_phase_outputs(GraphGpt& model, const std::string& dir) {
   make_dirs(dir);
-  save_graph_projector_bin(dir + "/graph_projector.bin", model->projector);
+  const auto rows = model->token_rows();
+  save_graph_projector_bin(dir + "/graph_projector.bin", model->projector, torch::stack({rows[0].second, rows[1].second}));
   save_graph_projector_safetensors(dir + "/graph_projector.safetensors", model->projector);
   save_safetensors(dir + "/" + kTokenRowsFile, model->token_rows());
   // fp32 whatever the run's precision, as the other files: a bf16 run stored the frozen encoder

@@ -38,8 +38,10 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device =
 // "" when there are none.
 std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_path);
 
-// What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict, keys
-// model.graph_projector.weight/bias), the same as graph_projector.safetensors, the learned
+// What a stage leaves behind in `dir`: graph_projector.bin (GraphGPT's torch.save'd dict: the
+// <g_start>/<g_end> rows as a [2, D] model.embed_tokens.weight, then model.graph_projector.weight
+// and bias, in the order GraphGPT's stage-2 loader needs), the projector as
+// graph_projector.safetensors, the learned
 // <g_start>/<g_end> rows as graph_tokens.safetensors, and the encoder it ran with as
 // graph_encoder.safetensors (stage 2 points [model].projector and [model].graph_encoder here).
 void save_graph_phase_outputs(GraphGpt& model, const std::string& dir);

@@ -27,6 +27,43 @@ done
 check "stage 2 from stage 1's projector exits 0" test $? -eq 0
 check "stage 2 wrote its projector" test -s "$TMP/s2/graph_projector.bin"
 
+# Stage 1's graph_projector.bin through GraphGPT's own stage-2 loading rules (train_graph.py):
+# the projector from {key.split('.')[-1]: value} in file order, and model.embed_tokens.weight,
+# required as [V, D] or [2, D], giving <g_start>/<g_end> its last two rows.
+check "GraphGPT's stage-2 loader takes stage 1's graph_projector.bin as graphtune trained it" "$PY" - "$TMP/s1" <<'PYEOF2'
+import sys, torch
+from safetensors.torch import load_file
+d = sys.argv[1]
+sd = torch.load(f"{d}/graph_projector.bin", map_location="cpu", weights_only=True)
+proj = load_file(f"{d}/graph_projector.safetensors")
+rows = load_file(f"{d}/graph_tokens.safetensors")
+projector = torch.nn.Linear(proj["model.graph_projector.weight"].shape[1], proj["model.graph_projector.weight"].shape[0])
+projector.load_state_dict({k.split(".")[-1]: v for k, v in sd.items()})  # strict, as GraphGPT loads it
+embed = sd["model.embed_tokens.weight"]
+D = proj["model.graph_projector.weight"].shape[0]
+assert embed.dim() == 2 and embed.shape[1] == D and embed.shape[0] == 2, embed.shape
+assert torch.equal(projector.weight.data, proj["model.graph_projector.weight"])
+assert torch.equal(projector.bias.data, proj["model.graph_projector.bias"])
+assert torch.equal(embed[-2], rows["g_start"]) and torch.equal(embed[-1], rows["g_end"])
+assert list(sd)[0] == "model.embed_tokens.weight", list(sd)
+print("ok", list(sd), tuple(embed.shape))
+PYEOF2
+
+# GraphGPT's own stage-1 output as a starting point: its whole embedding table [V, D], whose last
+# two rows are the learned <g_start>/<g_end>, and no graph_tokens.safetensors beside it.
+mkdir -p "$TMP/graphgpt_s1"
+"$PY" - "$TMP/s1" "$TMP/graphgpt_s1/graph_projector.bin" <<'PYEOF2'
+import sys, torch
+from safetensors.torch import load_file
+proj = load_file(f"{sys.argv[1]}/graph_projector.safetensors")
+D = proj["model.graph_projector.weight"].shape[0]
+torch.save({"model.embed_tokens.weight": torch.randn(40, D), **proj}, sys.argv[2])
+PYEOF2
+"$GT" train --config "$CFG" "${STAGE[@]}" --training.stage task --data.instructions "$TMP/nc.json" \
+  --model.projector "$TMP/graphgpt_s1/graph_projector.bin" --model.graph_encoder "$TMP/s1/graph_encoder.safetensors" \
+  --training.steps 2 --job.out_dir "$TMP/s2_from_graphgpt" >/dev/null 2>"$TMP/s2g.err"
+check "stage 2 from GraphGPT's stage-1 projector file (embedding [V, D] in it) exits 0" test $? -eq 0
+
 # The LLM's config.json as GraphGPT's FAQ has users edit Vicuna's: its keys are read past and
 # named in one line; the pickled weights (pytorch_model.bin, as Vicuna ships) are read as well.
 cp -r "$TMP/lm/model" "$TMP/vicuna_like"
@@ -63,7 +100,8 @@ if "$PY" -c "import torch" 2>/dev/null; then
 import json, sys, torch
 d = torch.load(sys.argv[1])  # weights_only=True, the default since PyTorch 2.6
 hidden = json.load(open(sys.argv[2]))["hidden_size"]
-assert sorted(d) == ["model.graph_projector.bias", "model.graph_projector.weight"], sorted(d)
+assert list(d) == ["model.embed_tokens.weight", "model.graph_projector.weight", "model.graph_projector.bias"], list(d)
+assert tuple(d["model.embed_tokens.weight"].shape) == (2, hidden), d["model.embed_tokens.weight"].shape
 assert tuple(d["model.graph_projector.weight"].shape) == (hidden, 128), d["model.graph_projector.weight"].shape
 assert tuple(d["model.graph_projector.bias"].shape) == (hidden,)
 print("ok")
