@@ -36,7 +36,8 @@ struct ModelSection {
   int64_t vocab_size = 1024;
   int64_t dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, hidden_dim = 176, max_seq_len = 256;
   DType dtype = DType::kFp32;  // fp32 | bf16
-  // The graph phases: the graph encoder's weights ("" = fresh, seeded; a safetensors file or a
+  // The graph phases: the graph encoder ("" = fresh, seeded; GraphGPT's released folder, its
+  // config.json and CLIP state dict, model/graph_encoder_folder.hpp; or a safetensors file or a
   // torch.save'd dict, tensors under graph_encoder_prefix, e.g. "gnn." in the CLIP file) and
   // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin,
   // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).

@@ -8,7 +8,9 @@
 
 #include "common/error.hpp"
 #include "model/graph_encoder.hpp"
+#include "model/graph_encoder_folder.hpp"
 #include "model/graph_projector.hpp"
+#include "tests/input_error.hpp"
 #include "weights/safetensors.hpp"
 
 int main(int argc, char** argv) {
@@ -32,8 +34,20 @@ int main(int argc, char** argv) {
   ordered->eval();
   ordered->load_file(dir + "/clip_ordered.pkl", "gnn.");
   auto out_ordered = ordered->forward(in.at("x"), in.at("edge_index"));
-  gt::save_safetensors(dir + "/cpp_out.safetensors",
-                       {{"out", out}, {"out_clip", out_clip}, {"out_clip_ordered", out_ordered}});
+  // GraphGPT's released folder: config.json and clip_gt_arxiv_pub.pkl, read as [model].graph_encoder.
+  gt::GraphEncoder folder = gt::open_graph_encoder(dir + "/Arxiv-PubMed-GraphCLIP-GT", "");
+  folder->eval();
+  auto out_folder = folder->forward(in.at("x"), in.at("edge_index"));
+  // Its config disagreeing with its weights: one line naming the file and the tensor.
+  std::string e = gt::test::input_error_of([&] { gt::open_graph_encoder(dir + "/config_disagrees", ""); });
+  if (e.find("clip_gt_arxiv_pub.pkl") == std::string::npos || e.find("has shape") == std::string::npos) {
+    std::fprintf(stderr, "FAIL: a config that disagrees with the weights: %s\n", e.c_str());
+    return 1;
+  }
+  gt::save_safetensors(dir + "/cpp_out.safetensors", {{"out", out},
+                                                      {"out_clip", out_clip},
+                                                      {"out_clip_ordered", out_ordered},
+                                                      {"out_clip_folder", out_folder}});
 
   auto py = gt::load_graph_projector_bin(dir + "/py_graph_projector.bin");
   gt::save_safetensors(dir + "/cpp_loaded_projector.safetensors", py->named_weights());

@@ -9,6 +9,7 @@ what it wrote. The reference below is written from the description in
 shared/notes/graphgpt.md ("The model") with plain loops, in float64. Exit 77 = skipped.
 """
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -109,6 +110,14 @@ def main():
         clip.update((f"gnn.{k}", v) for k, v in w.items())
         torch.save(dict(clip), os.path.join(d, "clip_like.pkl"))
         torch.save(clip, os.path.join(d, "clip_ordered.pkl"))
+        # GraphGPT's download as it is: the folder with its config.json (graph and text fields).
+        folder_cfg = {"gnn_input": 128, "gnn_hid": 128, "gnn_output": OUT, "gt_layers": 3, "att_d_model": 128, "head": 8,
+                      "att_norm": True, "if_pos": False, "gnn_type": "gt", "transformer_layers": 12,
+                      "transformer_width": 512, "vocab_size": 49408, "context_length": 128, "embed_dim": 128}
+        for name, cfg in (("Arxiv-PubMed-GraphCLIP-GT", folder_cfg), ("config_disagrees", dict(folder_cfg, att_d_model=64, head=4))):
+            os.makedirs(os.path.join(d, name))
+            json.dump(cfg, open(os.path.join(d, name, "config.json"), "w"))
+            torch.save(clip, os.path.join(d, name, "clip_gt_arxiv_pub.pkl"))
         torch.save(py_proj, os.path.join(d, "py_graph_projector.bin"))
 
         run = subprocess.run([binary, d], capture_output=True, text=True)
@@ -119,7 +128,7 @@ def main():
 
         got = load_file(os.path.join(d, "cpp_out.safetensors"))
         ok = True
-        for key in ("out", "out_clip", "out_clip_ordered"):
+        for key in ("out", "out_clip", "out_clip_ordered", "out_clip_folder"):
             g = got[key]
             if tuple(g.shape) != (n, OUT):
                 print(f"FAIL: {key} has shape {tuple(g.shape)}, want {(n, OUT)}")

@@ -13,6 +13,7 @@
 #include "loader/feature_table_io.hpp"
 #include "loader/job_records.hpp"
 #include "model/graph_encoder.hpp"
+#include "model/graph_encoder_folder.hpp"
 #include "model/graph_projector.hpp"
 #include "model/special_tokens.hpp"
 #include "train/mixed_precision.hpp"
@@ -101,11 +102,12 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   s.features = cfg.data.features.empty() ? feature_table_from_graph(load_graph(cfg.data.graph)) : load_feature_table(cfg.data.features);
   if (records) check_records_against_features(*records, s.features, cfg.data);
 
-  GraphEncoder encoder;
+  GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
+    encoder = GraphEncoder();
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
-    encoder->load_file(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
+    encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   for (const auto& [name, x] : s.features.x)
     if (x.size(1) != encoder->config().gnn_input)

@@ -9,6 +9,7 @@
 #include "common/fs.hpp"
 #include "data/cora_ml.hpp"
 #include "model/graph_encoder.hpp"
+#include "model/graph_encoder_folder.hpp"
 #include "train/grounding.hpp"
 
 namespace gt {
@@ -26,11 +27,12 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   opts.seed = static_cast<uint64_t>(cfg.training.seed);
   if (auto p = opts.problem(); !p.empty()) fail(cfg.where("training", ""), p);
 
-  GraphEncoder encoder;
+  GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
+    encoder = GraphEncoder();
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
-    encoder->load_file(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
+    encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   encoder->to(device);  // the graph's features and the text encoder follow it
   std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes\n",

@@ -1,0 +1,84 @@
+#include "model/graph_encoder_folder.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+#include "common/atomic_file.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+
+namespace gt {
+namespace {
+
+using json = nlohmann::json;
+
+int64_t positive(const json& j, const std::string& path, const char* key) {
+  if (!j.contains(key)) fail(path, std::string("key '") + key + "' is missing");
+  const json& v = j[key];
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+    fail(path, std::string("key '") + key + "' must be a positive integer (got " + v.dump() + ")");
+  return v.get<int64_t>();
+}
+
+bool flag(const json& j, const std::string& path, const char* key, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) fail(path, std::string("key '") + key + "' must be true or false (got " + j[key].dump() + ")");
+  return j[key].get<bool>();
+}
+
+// The one weights file of an encoder folder.
+std::string weights_file(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const std::string& name : list_dir(dir))
+    for (const char* ext : {".pkl", ".pt", ".pth", ".bin", ".safetensors"})
+      if (ends_with(name, ext)) found.push_back(name);
+  if (found.empty()) fail(dir, "an encoder folder without its weights (a .pkl, .pt, .bin or .safetensors beside config.json)");
+  if (found.size() > 1) {
+    std::string names;
+    for (const auto& n : found) names += (names.empty() ? "" : ", ") + n;
+    fail(dir, "holds several weights files (" + names + "): name the one to read as [model].graph_encoder, with "
+              "[model].graph_encoder_prefix");
+  }
+  return join_path(dir, found[0]);
+}
+
+}  // namespace
+
+GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    fail(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) fail(path, "not a JSON object");
+  if (j.contains("gnn_type") && j["gnn_type"] != "gt")
+    fail(path, "key 'gnn_type' is " + j["gnn_type"].dump() + ": graphtune's encoder is GraphGPT's graph transformer (\"gt\")");
+  GraphEncoderConfig c;
+  c.gnn_input = positive(j, path, "gnn_input");
+  c.att_d_model = positive(j, path, "att_d_model");
+  c.gnn_output = positive(j, path, "gnn_output");
+  c.gt_layers = positive(j, path, "gt_layers");
+  c.head = positive(j, path, "head");
+  c.att_norm = flag(j, path, "att_norm", c.att_norm);
+  c.if_pos = flag(j, path, "if_pos", c.if_pos);
+  if (const std::string p = c.problem(); !p.empty()) fail(path, p);
+  return c;
+}
+
+GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix) {
+  if (!is_directory(path)) {
+    GraphEncoder encoder;
+    encoder->load_file(path, prefix);
+    return encoder;
+  }
+  const std::string config = join_path(path, "config.json");
+  if (!path_exists(config)) fail(path, "an encoder folder without config.json");
+  GraphEncoder encoder(read_graph_encoder_config(config));
+  // GraphGPT's CLIP file holds the encoder under "gnn." beside the text tower.
+  encoder->load_file(weights_file(path), prefix.empty() ? "gnn." : prefix);
+  return encoder;
+}
+
+}  // namespace gt
