@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/json_file.hpp"
 using json = nlohmann::json;
 
 namespace gt {
@@ -164,13 +164,7 @@ LlamaConfig read_hf_config(const std::string& dir) {
   if (!is_directory(dir)) fail(dir, "not a model folder (missing or not a directory)");
   const std::string path = join_path(dir, hf_detail::kConfigFile);
   if (!path_exists(path)) fail(path, "cannot open: the folder has no config.json (a Hugging Face model folder has one)");
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) fail(path, "not a JSON object");
+  const json j = read_json_object(path);
   ConfigReader r(path, j);
 
   std::string model_type = r.string("model_type", "");

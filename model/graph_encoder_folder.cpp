@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/json_file.hpp"
 
 namespace gt {
 namespace {
@@ -46,13 +46,7 @@ std::string weights_file(const std::string& dir) {
 }  // namespace
 
 GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, std::string("not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) fail(path, "not a JSON object");
+  const json j = read_json_object(path);
   if (j.contains("gnn_type") && j["gnn_type"] != "gt")
     fail(path, "key 'gnn_type' is " + j["gnn_type"].dump() + ": graphtune's encoder is GraphGPT's graph transformer (\"gt\")");
   GraphEncoderConfig c;

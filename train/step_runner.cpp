@@ -33,7 +33,7 @@ bool fault_at(const char* env, int rank, int64_t step) {
 // after every reduction: only that rank sees it, so the policy must bring the other ranks along.
 bool inject_nonfinite(int rank, int64_t step) { return fault_at("GRAPHTUNE_TEST_NONFINITE", rank, step); }
 
-// GRAPHTUNE_TEST_OOM makes that rank's allocator fail in that step's forward, as a GPU that is
+// GRAPHTUNE_TEST_OOM makes that rank's allocator fail as that step begins, as a GPU that is
 // full does (the same c10::OutOfMemoryError), while the other ranks wait for it.
 void inject_out_of_memory(int rank, int64_t step) {
   TORCH_CHECK_WITH(OutOfMemoryError, !fault_at("GRAPHTUNE_TEST_OOM", rank, step),
