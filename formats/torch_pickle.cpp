@@ -19,7 +19,7 @@ constexpr size_t kMaxNameBytes = 256;  // a GLOBAL's module or name line
 // What a global is to this reader: something it interprets (never calls), or a storage class,
 // which only a persistent id may name.
 enum class Global { kOrderedDict, kRebuildTensorV2, kRebuildTensor, kRebuildParameter, kRebuildParameterWithState,
-                    kRestoreTypeTag, kStorage };
+                    kRestoreTypeTag, kStorage, kClass, kNumpyReconstruct, kNumpyScalar, kCodecsEncode };
 
 struct KnownGlobal {
   const char* module;
@@ -49,6 +49,23 @@ const KnownGlobal kGlobals[] = {
     {"torch", "ComplexFloatStorage", Global::kStorage, "complex64"},
     {"torch", "ComplexDoubleStorage", Global::kStorage, "complex128"},
     {"torch", "UntypedStorage", Global::kStorage, "uint8"},
+    // graph_data_all.pt: PyG's Data (2.x keeps its attributes in a GlobalStorage), torch_sparse,
+    // numpy (numpy 1's module names and numpy 2's), and the bytes numpy arrays are pickled with.
+    {"torch_geometric.data.data", "Data", Global::kClass, nullptr},
+    {"torch_geometric.data.data", "DataEdgeAttr", Global::kClass, nullptr},
+    {"torch_geometric.data.data", "DataTensorAttr", Global::kClass, nullptr},
+    {"torch_geometric.data.storage", "GlobalStorage", Global::kClass, nullptr},
+    {"torch_geometric.data.storage", "NodeStorage", Global::kClass, nullptr},
+    {"torch_geometric.data.storage", "EdgeStorage", Global::kClass, nullptr},
+    {"torch_sparse.tensor", "SparseTensor", Global::kClass, nullptr},
+    {"torch_sparse.storage", "SparseStorage", Global::kClass, nullptr},
+    {"numpy", "ndarray", Global::kClass, nullptr},
+    {"numpy", "dtype", Global::kClass, nullptr},
+    {"numpy.core.multiarray", "_reconstruct", Global::kNumpyReconstruct, nullptr},
+    {"numpy._core.multiarray", "_reconstruct", Global::kNumpyReconstruct, nullptr},
+    {"numpy.core.multiarray", "scalar", Global::kNumpyScalar, nullptr},
+    {"numpy._core.multiarray", "scalar", Global::kNumpyScalar, nullptr},
+    {"_codecs", "encode", Global::kCodecsEncode, nullptr},
 };
 
 const KnownGlobal* find_global(const std::string& dotted) {
@@ -134,13 +151,23 @@ class Parser {
     return items;
   }
 
-  // `child` goes inside `parent`: it is frozen from now on, and the parent's depth follows. A
-  // parent that is not frozen is inside nothing, so its depth is exact.
-  void adopt(Value& parent, const ValuePtr& child) {
+  // `child` goes inside `parent`: it is frozen from now on, and the parent's depth follows (a
+  // parent that is not frozen is inside nothing, so its depth is exact). Returns what to store.
+  // An object still waiting for its BUILD is referred to from inside its own state: a cycle,
+  // which pickle allows (PyG's storages point back at their Data) and this reader breaks, by
+  // storing a stub of the same class in its place.
+  ValuePtr adopt(Value& parent, ValuePtr child) {
+    if (child->open) {
+      ValuePtr stub = make(Kind::kObject);
+      stub->text = child->text;
+      stub->frozen = true;
+      return stub;
+    }
     if (child.get() == &parent) fail("a " + describe(parent).substr(2) + " that holds itself");
     child->frozen = true;
     parent.depth = std::max(parent.depth, child->depth + 1);
     if (parent.depth > kMaxDepth) fail("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return child;
   }
   Value& mutable_top(const char* op, Kind kind) {
     Value& t = top(op);
@@ -150,16 +177,16 @@ class Parser {
   }
   ValuePtr sequence(Kind kind, std::vector<ValuePtr> items) {
     ValuePtr v = make(kind);
-    for (const ValuePtr& i : items) adopt(*v, i);
+    for (ValuePtr& i : items) i = adopt(*v, std::move(i));
     v->items = std::move(items);
     return v;
   }
   void set_items(Value& dict, std::vector<ValuePtr>& kv, const char* op) {
     if (kv.size() % 2) fail(std::string(op) + " with an odd number of values (" + std::to_string(kv.size()) + ")");
     for (size_t i = 0; i < kv.size(); i += 2) {
-      adopt(dict, kv[i]);
-      adopt(dict, kv[i + 1]);
-      dict.entries.emplace_back(kv[i], kv[i + 1]);
+      ValuePtr key = adopt(dict, std::move(kv[i]));
+      ValuePtr value = adopt(dict, std::move(kv[i + 1]));
+      dict.entries.emplace_back(std::move(key), std::move(value));
     }
   }
   void memo_put(uint64_t index) {
@@ -277,14 +304,69 @@ class Parser {
       case Global::kRestoreTypeTag:
         if (a.size() != 2) fail("torch.jit._pickle.restore_type_tag called with " + std::to_string(a.size()) + " arguments");
         return a[0];
+      case Global::kClass:
+      case Global::kNumpyReconstruct:
+      case Global::kNumpyScalar: {
+        // Kept as the pickle describes it: _reconstruct(cls, ...) stands for an object of cls.
+        const bool reconstruct = g->what == Global::kNumpyReconstruct;
+        if (reconstruct && (a.empty() || a[0]->kind != Kind::kGlobal)) fail(fn->text + " of something that is not a class");
+        return object(reconstruct ? a[0]->text : fn->text, a);
+      }
+      case Global::kCodecsEncode: {
+        // _codecs.encode(text, "latin1"): how protocol 2 pickles bytes (numpy's raw data).
+        if (a.size() != 2 || a[0]->kind != Kind::kString || a[1]->kind != Kind::kString || a[1]->text != "latin1")
+          fail("_codecs.encode called with arguments other than (text, \"latin1\")");
+        ValuePtr v = make(Kind::kBytes);
+        v->text = latin1(a[0]->text);
+        return v;
+      }
       case Global::kStorage: break;
     }
     fail(fn->text + " is a storage type, which only a persistent id may name, not something to call");
   }
 
+  ValuePtr object(const std::string& cls, const std::vector<ValuePtr>& args) {
+    ValuePtr v = make(Kind::kObject);
+    v->text = cls;
+    for (const ValuePtr& a : args) v->items.push_back(adopt(*v, a));
+    v->open = true;  // until its BUILD, if one comes
+    return v;
+  }
+
+  // NEWOBJ: cls.__new__(cls, *args), for the allowlisted classes only.
+  ValuePtr new_object(const ValuePtr& cls, const ValuePtr& args) {
+    const KnownGlobal* g = cls->kind == Kind::kGlobal ? find_global(cls->text) : nullptr;
+    if (!g || g->what != Global::kClass) fail("NEWOBJ of " + describe(*cls) + ", which is not a class graphtune reads");
+    if (args->kind != Kind::kTuple) fail("NEWOBJ of " + cls->text + " with " + describe(*args) + " as its arguments");
+    return object(cls->text, args->items);
+  }
+
+  // UTF-8 text of code points below 256 as the bytes they stand for.
+  std::string latin1(const std::string& utf8) {
+    std::string out;
+    for (size_t i = 0; i < utf8.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(utf8[i]);
+      if (c < 0x80) {
+        out.push_back(static_cast<char>(c));
+      } else if ((c == 0xc2 || c == 0xc3) && i + 1 < utf8.size()) {
+        out.push_back(static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(utf8[++i]) & 0x3f)));
+      } else {
+        fail("_codecs.encode of text that is not latin-1");
+      }
+    }
+    return out;
+  }
+
   void build() {
     ValuePtr state = pop("BUILD");
     Value& obj = top("BUILD");
+    if (obj.kind == Kind::kObject) {
+      if (obj.frozen) fail("BUILD changes " + describe(obj) + " that is already inside another value");
+      if (obj.state) fail("BUILD sets the state of " + describe(obj) + " twice");
+      obj.state = adopt(obj, std::move(state));
+      obj.open = false;
+      return;
+    }
     // An OrderedDict's attributes (a state dict's _metadata: versions, not tensors) are dropped.
     if (obj.kind != Kind::kDict) fail("BUILD sets the state of " + describe(obj) + " (only a dict's attributes are read)");
     if (obj.frozen) fail("BUILD changes a dict that is already inside another value");
@@ -380,17 +462,13 @@ class Parser {
       case 'a': {
         ValuePtr v = pop("APPEND");
         Value& list = mutable_top("APPEND", Kind::kList);
-        adopt(list, v);
-        list.items.push_back(std::move(v));
+        list.items.push_back(adopt(list, std::move(v)));
         return;
       }
       case 'e': {
         std::vector<ValuePtr> items = pop_mark("APPENDS");
         Value& list = mutable_top("APPENDS", Kind::kList);
-        for (ValuePtr& v : items) {
-          adopt(list, v);
-          list.items.push_back(std::move(v));
-        }
+        for (ValuePtr& v : items) list.items.push_back(adopt(list, std::move(v)));
         return;
       }
       case 's': {
@@ -427,6 +505,17 @@ class Parser {
         return;
       }
       case 'b': build(); return;
+      case 0x81: {  // NEWOBJ
+        ValuePtr args = pop("NEWOBJ"), cls = pop("NEWOBJ");
+        push(new_object(cls, args));
+        return;
+      }
+      case 0x92: {  // NEWOBJ_EX: keyword arguments are not read
+        ValuePtr kwargs = pop("NEWOBJ_EX"), args = pop("NEWOBJ_EX"), cls = pop("NEWOBJ_EX");
+        if (kwargs->kind != Kind::kDict || !kwargs->entries.empty()) fail("NEWOBJ_EX with keyword arguments");
+        push(new_object(cls, args));
+        return;
+      }
       case 'Q': push(persistent(pop("BINPERSID"))); return;
       case '0':
         if (stack_.size() > base()) stack_.pop_back();
@@ -483,6 +572,7 @@ std::string describe(const Value& v) {
     case Kind::kTensor: return "a tensor";
     case Kind::kStorage: return "a storage";
     case Kind::kGlobal: return "the global " + v.text;
+    case Kind::kObject: return "a " + v.text + " object";
   }
   return "a value";
 }

@@ -12,6 +12,12 @@
 // files use, and an allowlist of globals, each interpreted here instead of being called. Any
 // other global, a call of anything but those, or a structure that does not fit is a PickleError
 // with a one-line reason. Torch-free, so that the fuzzer (tests/fuzz) runs it bare.
+//
+// The allowlist also holds the classes GraphGPT's graph_data_all.pt is made of (PyG's Data and
+// its storages, torch_sparse's SparseTensor and SparseStorage, numpy's arrays and dtypes): an
+// object of one of them is not constructed but kept as what the pickle says of it (its class,
+// its constructor's arguments, the state BUILD gives it), for a reader to take the tensors
+// it needs from (loader/feature_table_io.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,7 +48,7 @@ struct TensorRef {
   bool requires_grad = false;
 };
 
-enum class Kind { kNone, kBool, kInt, kFloat, kString, kBytes, kTuple, kList, kDict, kTensor, kStorage, kGlobal };
+enum class Kind { kNone, kBool, kInt, kFloat, kString, kBytes, kTuple, kList, kDict, kTensor, kStorage, kGlobal, kObject };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -52,14 +58,16 @@ struct Value {
   bool boolean = false;
   int64_t integer = 0;   // kInt; kStorage: the index into Pickle::storages
   double real = 0;
-  std::string text;      // kString, kBytes; kGlobal: "module.name"
-  std::vector<ValuePtr> items;                         // kTuple, kList
+  std::string text;      // kString, kBytes; kGlobal, kObject: the class, "module.name"
+  std::vector<ValuePtr> items;                         // kTuple, kList; kObject: its constructor's arguments
+  ValuePtr state;                                      // kObject: what BUILD gave it (its __dict__), or null
   std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // kDict, in insertion order
   TensorRef tensor;                                    // kTensor
   // Set once the value is inside another (a tuple, list, dict or a call's arguments): it is
   // never changed after, which also keeps the value graph free of cycles.
   bool frozen = false;
-  int depth = 0;  // nesting below this value
+  bool open = false;  // an object before its BUILD: a reference to it inside anything is a stub
+  int depth = 0;      // nesting below this value
 };
 
 struct Pickle {

@@ -1,7 +1,6 @@
 #include "loader/feature_table_io.hpp"
 
 #include <torch/torch.h>
-#include <torch/serialize.h>
 
 #include <vector>
 
@@ -9,11 +8,31 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "weights/safetensors.hpp"
+#include "weights/torch_file.hpp"
 
 namespace gt {
 namespace {
 
-constexpr const char* kConvertHint = "convert it once with scripts/convert_graphgpt_data.py IN.pt OUT.safetensors";
+// A dataset's attributes: a dict {'x': ..., 'y': ...}, or a torch_geometric Data, whose
+// attributes PyG 2 keeps in the _mapping of its GlobalStorage (_store) and PyG 1 in its own
+// __dict__. Null for anything else.
+const torch_pickle::Value* dataset_fields(const torch_pickle::Value& v) {
+  namespace tp = torch_pickle;
+  if (v.kind == tp::Kind::kDict) return &v;
+  if (v.kind != tp::Kind::kObject || v.text != "torch_geometric.data.data.Data" || !v.state ||
+      v.state->kind != tp::Kind::kDict)
+    return nullptr;
+  const auto field = [](const tp::Value& dict, const char* key) -> const tp::Value* {
+    for (const auto& [k, f] : dict.entries)
+      if (k->kind == tp::Kind::kString && k->text == key) return f.get();
+    return nullptr;
+  };
+  const tp::Value* store = field(*v.state, "_store");
+  if (!store) return v.state.get();
+  if (store->kind != tp::Kind::kObject || !store->state || store->state->kind != tp::Kind::kDict) return nullptr;
+  const tp::Value* mapping = field(*store->state, "_mapping");
+  return mapping && mapping->kind == tp::Kind::kDict ? mapping : nullptr;
+}
 
 std::string shape_of(const torch::Tensor& t) {
   std::string s = "[";
@@ -60,52 +79,29 @@ FeatureTable load_feature_table(const std::string& path, std::map<std::string, t
 }
 
 FeatureTable load_feature_table_torch(const std::string& path, std::map<std::string, torch::Tensor>* labels) {
-  const std::string bytes = read_file(path);
-  // The pickle inside torch.save's zip is stored uncompressed: its class references are visible.
-  if (bytes.find("torch_geometric.data") != std::string::npos) {
-    fail(path, std::string("holds torch_geometric Data objects (GraphGPT's graph_data_all.pt), which libtorch cannot "
-                           "unpickle; ") + kConvertHint);
-  }
-  torch::IValue v;
-  bool ordered = false;
-  try {
-    v = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const c10::Error& e) {
-    if (bytes.find("collections\nOrderedDict") == std::string::npos) {
-      std::string what = e.what_without_backtrace();
-      if (auto nl = what.find('\n'); nl != std::string::npos) what.resize(nl);
-      fail(path, "not a torch.save'd dict of node features: " + what);
-    }
-    ordered = true;
-  }
-  if (ordered || v.isNone()) {
-    // libtorch's unpickler turns collections.OrderedDict into None (or fails on it).
-    fail(path, std::string("holds a collections.OrderedDict, which libtorch cannot unpickle; save a plain dict "
-                           "({name: {'x': x, 'y': y}}) or ") + kConvertHint);
-  }
-  if (!v.isGenericDict()) {
-    fail(path, "not a dict of node features (the top-level object is a " + v.tagKind() + "); " + kConvertHint);
-  }
+  namespace tp = torch_pickle;
+  const TorchFile file = TorchFile::open(path);
+  const tp::Value& root = *file.pickle().root;
+  if (root.kind != tp::Kind::kDict) fail(path, "holds " + tp::describe(root) + ", not a dict of datasets");
   FeatureTable table;
-  for (const auto& item : v.toGenericDict()) {
-    if (!item.key().isString()) fail(path, "a key of the dict is a " + item.key().tagKind() + ", not a dataset name");
-    const std::string name = item.key().toStringRef();
-    const torch::IValue& val = item.value();
-    if (val.isTensor()) {
-      add_dataset(path, name, name, val.toTensor(), "", torch::Tensor(), table, labels);
+  for (const auto& [k, v] : root.entries) {
+    if (k->kind != tp::Kind::kString) fail(path, "a key of the dict is " + tp::describe(*k) + ", not a dataset name");
+    const std::string name = k->text;
+    if (v->kind == tp::Kind::kTensor) {
+      add_dataset(path, name, name, file.tensor(v->tensor), "", torch::Tensor(), table, labels);
       continue;
     }
-    if (!val.isGenericDict()) {
-      fail(path, "entry '" + name + "' is a " + val.tagKind() + ", not a tensor or a dict {'x': ..., 'y': ...}");
-    }
+    const tp::Value* fields = dataset_fields(*v);
+    if (!fields)
+      fail(path, "entry '" + name + "' is " + tp::describe(*v) + ", not a tensor, a dict {'x': ..., 'y': ...} or a "
+                 "torch_geometric Data");
     torch::Tensor x, y;
-    for (const auto& f : val.toGenericDict()) {
-      if (!f.key().isString()) fail(path, "entry '" + name + "': a key is a " + f.key().tagKind() + ", not a string");
-      const std::string field = f.key().toStringRef();
-      const std::string key = name + "." + field;
-      if (field != "x" && field != "y") continue;  // other attributes (edge_index, masks) are not node features
-      if (!f.value().isTensor()) fail(path, "entry '" + key + "' is a " + f.value().tagKind() + ", not a tensor");
-      (field == "x" ? x : y) = f.value().toTensor();
+    for (const auto& [fk, fv] : fields->entries) {
+      if (fk->kind != tp::Kind::kString) fail(path, "entry '" + name + "': a key is " + tp::describe(*fk) + ", not a string");
+      const std::string field = fk->text;
+      if (field != "x" && field != "y") continue;  // edge_index, adj_t, masks: not node features
+      if (fv->kind != tp::Kind::kTensor) fail(path, "entry '" + name + "." + field + "' is " + tp::describe(*fv) + ", not a tensor");
+      (field == "x" ? x : y) = file.tensor(fv->tensor);
     }
     if (!x.defined()) fail(path, "entry '" + name + "' has no 'x' (node features)");
     add_dataset(path, name, name + ".x", x, name + ".y", y, table, labels);

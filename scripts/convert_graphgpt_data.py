@@ -2,8 +2,10 @@
 """Converts GraphGPT's node features (graph_data_all.pt) into a file graphtune reads.
 
 GraphGPT publishes its graphs as a torch.save'd dict {dataset: torch_geometric.data.Data}; only
-each Data's .x (node features) and .y (labels) are used. libtorch cannot unpickle PyG objects,
-so run this once (in a Python with torch and torch_geometric, e.g. graphtune's venv):
+each Data's .x (node features) and .y (labels) are used. graphtune reads that file as it is
+([data].features = "graph_data_all.pt"); this turns it into a small safetensors file of just
+those tensors, which is quicker to read and to copy (in a Python with torch, torch_geometric and,
+for GraphGPT's own file, torch_sparse):
 
     scripts/convert_graphgpt_data.py graph_data_all.pt graph_data_all.safetensors
 

@@ -1,18 +1,22 @@
 """Node features in GraphGPT's published form, read by graphtune (loader/feature_table_io.hpp).
 
 Builds a dict of real torch_geometric.data.Data objects (as GraphGPT's graph_data_all.pt is),
-torch.saves it, converts it with scripts/convert_graphgpt_data.py, and checks that graphtune
-(GRAPHTUNE_FEATURE_TABLE_DRIVER, which loads a file and dumps what it read as safetensors) reads
-exactly the features and labels saved; also the plain-dict torch.save forms, and one-line errors
-for the raw PyG file and malformed inputs. Exit 77 = skipped.
+torch.saves it, and checks that graphtune (GRAPHTUNE_FEATURE_TABLE_DRIVER, which loads a file and
+dumps what it read as safetensors) reads exactly the features and labels saved: from the raw PyG
+file itself (also with torch_sparse SparseTensors, numpy arrays and unlabelled nodes in it), from
+scripts/convert_graphgpt_data.py's conversion, and from the plain-dict torch.save forms; and
+one-line errors for malformed inputs. Exit 77 = skipped.
 """
 import collections
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import types
 
 try:
+    import numpy as np
     import torch
     from safetensors.torch import load_file, save_file
     from torch_geometric.data import Data
@@ -21,6 +25,43 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 DRIVER = os.environ.get("GRAPHTUNE_FEATURE_TABLE_DRIVER")
+
+
+class Evil:  # a pickle that would run a command on torch.load
+    def __reduce__(self):
+        return os.system, ("echo pwned",)
+
+
+@contextlib.contextmanager
+def sparse_standins():
+    """torch_sparse.tensor.SparseTensor and torch_sparse.storage.SparseStorage, as plain classes
+    with the attributes the real ones pickle (their __dict__), registered under their names."""
+    class SparseStorage:
+        def __init__(self, row, col, sizes):
+            self._row, self._rowptr, self._col, self._value = row, None, col, None
+            self._sparse_sizes, self._rowcount, self._colptr, self._colcount = sizes, None, None, None
+            self._csr2csc, self._csc2csr = None, None
+
+    class SparseTensor:
+        def __init__(self, row, col, sizes):
+            self.storage = SparseStorage(row, col, sizes)
+
+    SparseStorage.__module__, SparseStorage.__qualname__ = "torch_sparse.storage", "SparseStorage"
+    SparseTensor.__module__, SparseTensor.__qualname__ = "torch_sparse.tensor", "SparseTensor"
+    mods = {"torch_sparse": types.ModuleType("torch_sparse"), "torch_sparse.tensor": types.ModuleType("torch_sparse.tensor"),
+            "torch_sparse.storage": types.ModuleType("torch_sparse.storage")}
+    mods["torch_sparse.tensor"].SparseTensor = SparseTensor
+    mods["torch_sparse.storage"].SparseStorage = SparseStorage
+    saved = {k: sys.modules.get(k) for k in mods}
+    sys.modules.update(mods)
+    try:
+        yield SparseTensor
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "convert_graphgpt_data.py")
 failures = []
 
@@ -76,8 +117,33 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gt_features_") as tmp:
         raw = os.path.join(tmp, "graph_data_all.pt")
         torch.save(pyg, raw)
-        # The raw PyG file: graphtune says how to convert it.
-        expect_error(raw, tmp, "raw PyG file", "graph_data_all.pt", "torch_geometric", "convert_graphgpt_data.py")
+        # The raw PyG file, as GraphGPT ships it: graphtune reads it directly.
+        got = read_back(raw, tmp, "raw PyG file")
+        for n in want_x:
+            check(same(got.get(f"{n}.x"), want_x[n]), f"raw PyG file: {n}.x read exactly")
+        for n in want_y:
+            check(same(got.get(f"{n}.y"), want_y[n]), f"raw PyG file: {n}.y read exactly")
+        check(len(got) == 5, f"raw PyG file: nothing else read ({sorted(got)})")
+
+        # graph_data_all.pt's other shapes: edge_index and adj_t as torch_sparse SparseTensors,
+        # numpy masks and years, unlabelled nodes (-1), an OrderedDict around it. torch_sparse is
+        # not installed here: stand-ins of its two classes are pickled as torch_sparse pickles
+        # them (NEWOBJ of torch_sparse.tensor.SparseTensor, its __dict__ with a SparseStorage).
+        gg = os.path.join(tmp, "graphgpt_like.pt")
+        y_unlabelled = arxiv_y.clone()
+        y_unlabelled[:5] = -1
+        with sparse_standins() as SparseTensor:
+            d = Data(x=arxiv_x, y=y_unlabelled)
+            d.edge_index = SparseTensor(ei[0], ei[1], (40, 40))
+            d.adj_t = SparseTensor(ei[1], ei[0], (40, 40))
+            d.train_mask = np.ones(40, dtype=bool)
+            d.node_year = np.arange(40, dtype=np.int64).reshape(40, 1) + 1990
+            d.num_nodes = 40
+            torch.save(collections.OrderedDict(arxiv=d, cora=pyg["cora"]), gg)
+        got = read_back(gg, tmp, "GraphGPT-like PyG file")
+        check(same(got.get("arxiv.x"), arxiv_x) and same(got.get("arxiv.y"), y_unlabelled.reshape(-1))
+              and same(got.get("cora.x"), want_x["cora"]) and len(got) == 4,
+              f"GraphGPT-like PyG file (SparseTensors, numpy, unlabelled nodes): x and y read exactly ({sorted(got)})")
 
         # The conversion a user runs once, then graphtune reads exactly what was saved.
         conv = os.path.join(tmp, "graph_data_all.safetensors")
@@ -132,9 +198,12 @@ def main():
         bad = os.path.join(tmp, "no_x.pt")
         torch.save({"cora": {"y": torch.zeros(3, dtype=torch.int64)}}, bad)
         expect_error(bad, tmp, "missing x", "no_x.pt", "'cora'", "no 'x'")
-        bad = os.path.join(tmp, "ordered.pt")
-        torch.save(collections.OrderedDict(cora=torch.zeros(3, 2)), bad)
-        expect_error(bad, tmp, "OrderedDict", "ordered.pt", "OrderedDict")
+        bad = os.path.join(tmp, "x_numpy.pt")
+        torch.save({"cora": {"x": np.zeros((3, 2), dtype=np.float32)}}, bad)
+        expect_error(bad, tmp, "numpy features", "x_numpy.pt", "cora.x", "numpy.ndarray object, not a tensor")
+        bad = os.path.join(tmp, "os_system.pt")
+        torch.save({"cora": Evil()}, bad)
+        expect_error(bad, tmp, "a pickle that calls os.system", "os_system.pt", "unknown global 'posix.system'")
 
         # The converter's own errors are one line too.
         r = subprocess.run([sys.executable, SCRIPT, os.path.join(tmp, "float_y.pt"), os.path.join(tmp, "o.safetensors")],

@@ -176,6 +176,15 @@ def torch_pickle():
     write("torch_pickle", "parameter.pkl", pkl({"p": torch.nn.Parameter(torch.ones(2, 2))}))
     write("torch_pickle", "nested.pkl", pkl({"a": [1, 2.5, "x", b"y", None, True, (3, -70000, 2 ** 40)],
                                              "b": {"c": torch.ones(1, dtype=torch.int64)}}))
+    try:
+        import numpy as np
+        from torch_geometric.data import Data
+
+        d = Data(x=torch.randn(3, 2), y=torch.tensor([[1], [0], [-1]]), edge_index=torch.tensor([[0, 1], [1, 2]]))
+        d.train_mask = np.array([True, False, True])
+        write("torch_pickle", "pyg-data.pkl", pkl(collections.OrderedDict(cora=d)))
+    except ImportError:
+        pass
     write("torch_pickle", "os-system.pkl", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.")
     write("torch_pickle", "truncated.pkl", pkl(sd)[:100])
     write("torch_pickle", "self-append.pkl", b"\x80\x02]q\x00h\x00a.")

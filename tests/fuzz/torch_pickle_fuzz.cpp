@@ -31,6 +31,8 @@ void walk(const tp::Pickle& p, const tp::Value& v, int level, std::set<const tp:
   if (v.kind == tp::Kind::kStorage)
     FUZZ_CHECK(v.integer >= 0 && static_cast<size_t>(v.integer) < p.storages.size(), "a storage that does not exist");
   for (const auto& c : v.items) walk(p, *c, level + 1, path);
+  if (v.state) walk(p, *v.state, level + 1, path);
+  FUZZ_CHECK(!v.state || v.kind == tp::Kind::kObject, "a state on a value that is not an object");
   for (const auto& [k, c] : v.entries) {
     walk(p, *k, level + 1, path);
     walk(p, *c, level + 1, path);
