@@ -83,6 +83,16 @@ def read_back(src, tmp, tag):
     return load_file(dst) if r.returncode == 0 else {}
 
 
+def reads_exactly(src, tmp, tag, want_x, want_y):
+    """graphtune reads every dataset's x and y exactly as saved, and nothing else."""
+    got = read_back(src, tmp, tag)
+    for n in want_x:
+        check(same(got.get(f"{n}.x"), want_x[n]), f"{tag}: {n}.x read exactly")
+    for n in want_y:
+        check(same(got.get(f"{n}.y"), want_y[n]), f"{tag}: {n}.y read exactly")
+    check(len(got) == len(want_x) + len(want_y), f"{tag}: nothing else read ({sorted(got)})")
+
+
 def same(a, b):
     return a is not None and b is not None and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
 
@@ -118,12 +128,7 @@ def main():
         raw = os.path.join(tmp, "graph_data_all.pt")
         torch.save(pyg, raw)
         # The raw PyG file, as GraphGPT ships it: graphtune reads it directly.
-        got = read_back(raw, tmp, "raw PyG file")
-        for n in want_x:
-            check(same(got.get(f"{n}.x"), want_x[n]), f"raw PyG file: {n}.x read exactly")
-        for n in want_y:
-            check(same(got.get(f"{n}.y"), want_y[n]), f"raw PyG file: {n}.y read exactly")
-        check(len(got) == 5, f"raw PyG file: nothing else read ({sorted(got)})")
+        reads_exactly(raw, tmp, "raw PyG file", want_x, want_y)
 
         # graph_data_all.pt's other shapes: edge_index and adj_t as torch_sparse SparseTensors,
         # numpy masks and years, unlabelled nodes (-1), an OrderedDict around it. torch_sparse is
@@ -154,23 +159,13 @@ def main():
             check(sorted(st) == ["arxiv.x", "arxiv.y", "cora.x", "cora.y", "pubmed.x"], f"converted keys {sorted(st)}")
             check(all(st[f"{n}.x"].dtype == torch.float32 for n in want_x) and
                   all(st[f"{n}.y"].dtype == torch.int64 for n in want_y), "converted dtypes float32 / int64")
-            got = read_back(conv, tmp, "converted")
-            for n in want_x:
-                check(same(got.get(f"{n}.x"), want_x[n]), f"converted: {n}.x read exactly")
-            for n in want_y:
-                check(same(got.get(f"{n}.y"), want_y[n]), f"converted: {n}.y read exactly")
-            check("pubmed.y" not in got and len(got) == 5, f"converted: nothing else read ({sorted(got)})")
+            reads_exactly(conv, tmp, "converted", want_x, want_y)
 
         # The plain-dict torch.save forms: {name: {"x", "y"}} and {name: Tensor}.
         plain = os.path.join(tmp, "plain.pt")
         torch.save({"arxiv": {"x": arxiv_x, "y": arxiv_y, "edge_index": ei}, "cora": {"x": cora_x, "y": cora_y},
                     "pubmed": pubmed_x}, plain)
-        got = read_back(plain, tmp, "plain dict")
-        for n in want_x:
-            check(same(got.get(f"{n}.x"), want_x[n]), f"plain dict: {n}.x read exactly")
-        for n in want_y:
-            check(same(got.get(f"{n}.y"), want_y[n]), f"plain dict: {n}.y read exactly")
-        check(len(got) == 5, f"plain dict: nothing else read ({sorted(got)})")
+        reads_exactly(plain, tmp, "plain dict", want_x, want_y)
 
         # Hand-written safetensors in the layout, with a name containing a dot.
         hand = os.path.join(tmp, "hand.safetensors")
