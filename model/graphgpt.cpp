@@ -102,8 +102,6 @@ GraphGptBatch GraphGptImpl::prepare(const GraphGptBatch& batch, const torch::Dev
     g.edge_index = host_to_device(g.edge_index, device);
   }
   out.input_ids = host_to_device(batch.input_ids, device);
-  out.labels = host_to_device(batch.labels, device);
-  out.attention_mask = host_to_device(batch.attention_mask, device);
   out.checked = true;
   return out;
 }

@@ -59,8 +59,10 @@ class GraphGptImpl : public torch::nn::Module {
   // graph spliced in. Checks each graph's span holds <g_patch> ids (InputError naming the record).
   torch::Tensor embed(const GraphGptBatch& batch);
   // `batch` (on the host) as embed reads it on `device`: each graph checked here, where that costs
-  // no wait for the device, then every tensor copied there without blocking the host
-  // (model/host_to_device.hpp). On the CPU, the same tensors, checked.
+  // no wait for the device, then the token ids and graphs copied there without blocking the host
+  // (model/host_to_device.hpp). The labels and the padding mask stay on the host, where the
+  // decoder finds the learned positions and the padding without waiting for the device. On the
+  // CPU, the same tensors, checked.
   GraphGptBatch prepare(const GraphGptBatch& batch, const torch::Device& device) const;
   torch::Tensor forward(const GraphGptBatch& batch);  // logits [B, T, V] float32
   torch::Tensor loss(const GraphGptBatch& batch);     // mean over learned positions

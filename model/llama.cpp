@@ -273,7 +273,7 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& tokens, const torch::Tenso
 torch::Tensor causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) {
   const int64_t T = logits.size(1), V = logits.size(2);
   auto l = logits.narrow(1, 0, T - 1).reshape({-1, V});
-  auto y = labels.narrow(1, 1, T - 1).reshape({-1});
+  auto y = labels.narrow(1, 1, T - 1).reshape({-1}).to(l.device());  // labels may stay on the host
   return torch::nn::functional::cross_entropy(
       l, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
 }

@@ -111,33 +111,26 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
   return t;
 }
 
-// One micro-batch of a step: as the stream built it (on the host), and as the model reads it
-// (checked, and on the model's device).
-struct HeldBatch {
-  GraphGptBatch host, placed;
-};
-
 // This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order.
 // Each step's are all copied to the device when the step starts, queued ahead of its compute;
-// the padding mask and the labels the decoder reads on the host, so nothing waits for the device.
-DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<HeldBatch>& held, GraphGpt& model,
+// the padding mask and the labels stay on the host (GraphGptImpl::prepare).
+DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch>& held, GraphGpt& model,
                              const torch::Device& device, int64_t chunks, int64_t m) {
   DecoderBatches feed;
   feed.load = [&stream, &held, &model, device, chunks, m](int64_t) {
     held.clear();
     int64_t learned = 0, tokens = 0;
     for (int64_t i = 0; i < chunks * m; ++i) {
-      GraphGptBatch b = stream.next();
+      const GraphGptBatch b = stream.next();
       learned += learned_positions(b.labels);
       tokens += b.num_tokens();
-      GraphGptBatch placed = model->prepare(b, device);
-      held.push_back({std::move(b), std::move(placed)});
+      held.push_back(model->prepare(b, device));
     }
     return std::make_pair(learned, tokens);
   };
   feed.micro = [&held, &model, m](int64_t k, int64_t j) {
-    const HeldBatch& b = held[static_cast<size_t>(k * m + j)];
-    return DecoderMicroBatch{[&model, &b] { return model->embed(b.placed); }, b.host.attention_mask, b.host.labels};
+    const GraphGptBatch& b = held[static_cast<size_t>(k * m + j)];
+    return DecoderMicroBatch{[&model, &b] { return model->embed(b); }, b.attention_mask, b.labels};
   };
   return feed;
 }
@@ -215,7 +208,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   if (rt.reports()) report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
   report_layout(rt, cfg.parallelism);
 
-  std::vector<HeldBatch> held;  // this rank's micro-batches of the current step
+  std::vector<GraphGptBatch> held;  // this rank's micro-batches of the current step
   TrainLogFile log_file(rt.reports() ? cfg.job.out_dir : "", first_step);
   const auto data_wait = [&stream] {
     char buf[48];
