@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/host.hpp"
 #include "control/control_protocol.hpp"
 
 namespace gt::control {
@@ -111,9 +112,7 @@ class Client {
     h.token = token;
     h.rank = rank;
     h.world = world_size;
-    char name[256] = {};
-    gethostname(name, sizeof name - 1);
-    h.host = name;
+    h.host = this_host_name();
     h.local_rank = std::atoi(env_or_empty("OMPI_COMM_WORLD_LOCAL_RANK").c_str());
     h.device = "cpu";
     h.pid = getpid();
