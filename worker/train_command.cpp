@@ -31,7 +31,6 @@ namespace {
 // Everything that can be wrong with the job itself, before any weight is read: the same on every
 // rank (same files, same flags), so only rank 0 says it.
 void check_job(const JobConfig& cfg, int world_size) {
-  choose_job_device(cfg);  // a device this host has, or one line saying why not
   int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
   if (!cfg.model.path.empty()) {
     const LlamaConfig mc = read_model_config(cfg.model.path);  // the config only, no weights
@@ -89,6 +88,17 @@ std::unique_ptr<RunFolderLock> take_run_folder(const JobConfig& cfg, const World
   return lock;
 }
 
+// The run does not fit this GPU: not bad input and not a bug. The rank that ran out says so with
+// its figures; the others may wait for it in a collective, so it ends the job.
+int out_of_memory(const DeviceOutOfMemory& e, const c10::Device& device, const World& world) {
+  const std::string line = out_of_memory_line(e, device);
+  control::report_error(line);
+  std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), line.c_str());
+  std::fflush(stderr);
+  if (world.size() == 1) return kExitRunFailed;
+  world.abort(kExitRunFailed);
+}
+
 JobConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
@@ -106,28 +116,18 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   try {
     control::connect(world.rank(), world.size());  // when the launcher started this job
     JobConfig cfg = read_job(config_path, extra);
-    check_job(cfg, world.size());
     // Before any communicator forms: NCCL's go to the device current when they are made.
-    device = use_job_device(cfg);
+    device = use_job_device(cfg);  // a device this host has, or one line saying why not
+    check_job(cfg, world.size());
     control::report_device(describe_device(device));
     const std::unique_ptr<RunFolderLock> lock = take_run_folder(cfg, world);
-    int rc = 0;
-    try {
-      rc = run_phase(cfg, world, device);
-    } catch (const c10::OutOfMemoryError& e) {
-      throw DeviceOutOfMemory(0, e.what());  // outside the steps: loading the weights
-    }
+    const int rc = run_phase(cfg, world, device);
     control::report_done();
     return rc;
   } catch (const DeviceOutOfMemory& e) {
-    // The run does not fit this GPU: not bad input and not a bug. The rank that ran out says so
-    // with its figures; the others may wait for it in a collective, so it ends the job.
-    const std::string line = out_of_memory_line(e, device);
-    control::report_error(line);
-    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), line.c_str());
-    std::fflush(stderr);
-    if (world.size() == 1) return kExitRunFailed;
-    world.abort(kExitRunFailed);
+    return out_of_memory(e, device, world);
+  } catch (const c10::OutOfMemoryError& e) {
+    return out_of_memory(DeviceOutOfMemory(0, e.what()), device, world);  // outside the steps: loading, saving
   } catch (const TrainingStopped& s) {
     control::report_stopped(s.step);
     control::report_done();
@@ -173,6 +173,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
 int check_train(const std::string& config_path, const std::vector<std::string>& extra, int world_size) {
   JobConfig cfg = read_job(config_path, extra);
   check_job(cfg, world_size);
+  choose_job_device(cfg);  // a device this host has, or one line saying why not
   return 0;
 }
 
