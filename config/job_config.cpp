@@ -136,7 +136,7 @@ DataSection read_data(SectionReader& in) {
   d.graph = r.get_string("data", "graph", d.graph);
   d.features = r.get_string("data", "features", d.features);
   d.max_len = in.positive("data", "max_len", d.max_len);
-  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "chatml"});
+  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "graphchat_v1", "chatml"});
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
   if (d.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
@@ -209,11 +209,25 @@ LrSchedulerSection read_lr_scheduler(SectionReader& in) {
   return l;
 }
 
-EvalSection read_eval(SectionReader& in, const JobSection& job) {
+// The protocol sets the defaults of the keys it is about; a key given still wins, so that one
+// of GraphGPT's settings can be varied at a time.
+EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSection& data, const TrainingSection& training) {
   ConfigReader& r = in.r;
   EvalSection e;
+  e.protocol = in.one_of("eval", "protocol", e.protocol, {EvalProtocol::kGraphtune, EvalProtocol::kGraphGpt});
+  const bool graphgpt = e.protocol == EvalProtocol::kGraphGpt;
   e.batch_size = in.positive("eval", "batch_size", e.batch_size);
-  e.max_new_tokens = in.positive("eval", "max_new_tokens", e.max_new_tokens);
+  e.max_new_tokens = r.get_int("eval", "max_new_tokens", graphgpt ? 1024 : 0);
+  if (e.max_new_tokens < 0)
+    r.reject("eval", "max_new_tokens", "must be >= 0 (0 = enough for the records' own answers), got " +
+                                           std::to_string(e.max_new_tokens));
+  in.at_most("eval", "max_new_tokens", e.max_new_tokens, kMaxInt32);
+  e.temperature = in.in_range("eval", "temperature", graphgpt ? 0.2 : 0.0, 0.0, 100.0);
+  e.top_p = in.in_range("eval", "top_p", e.top_p, 0.0, 1.0);
+  e.seed = r.get_int("eval", "seed", training.seed);
+  e.chat_template = in.one_of_names("eval", "template", graphgpt ? "graphchat_v1" : data.chat_template,
+                                    {"vicuna_v1_1", "graphchat_v1", "chatml"});
+  e.classes = r.get_string("eval", "classes", e.classes);
   e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
   if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
   e.text_only = r.get_bool("eval", "text_only", e.text_only);
@@ -277,7 +291,7 @@ JobConfig read_from(ConfigReader r, const std::string& file,
   c.training = read_training(in, c.model, c.data, train);
   c.optimizer = read_optimizer(in);
   c.lr_scheduler = read_lr_scheduler(in);
-  c.eval = read_eval(in, c.job);
+  c.eval = read_eval(in, c.job, c.data, c.training);
   c.parallelism = read_parallelism(in);
   // The backend follows the device; a device that auto resolves is the worker's to pair.
   ParallelismSection& p = c.parallelism;

@@ -58,8 +58,9 @@ struct DataSection {
   // GraphGPT's model_max_length, and background threads preparing batches.
   std::string instructions, graph = "embedded", features;
   int64_t max_len = 2048, num_workers = 2;
-  // [data].template, how conversations are rendered and masked: "vicuna_v1_1" (GraphGPT's) or
-  // "chatml" (SmolLM2-Instruct's and other HF chat models'; data/chat_template.hpp).
+  // [data].template, how conversations are rendered and masked: "vicuna_v1_1" (GraphGPT's
+  // training prompt), "graphchat_v1" (its evaluation prompt: the same layout, another system
+  // message) or "chatml" (SmolLM2-Instruct's and other HF chat models'; data/chat_template.hpp).
   std::string chat_template = "vicuna_v1_1";
   // Drop invalid records (and, in the graph phases and eval, records whose nodes are not in the
   // feature tables) with one line saying how many, instead of stopping at the first.
@@ -104,10 +105,23 @@ struct LrSchedulerSection {
   double warmup_ratio = 0.03, min_lr_ratio = 0.0;
 };
 
-// [eval] `graphtune eval`: prompts per generation batch, the answer's token budget, and where
-// predictions.jsonl and metrics.json go (default: [job].out_dir + "/eval").
+// [eval] `graphtune eval`: prompts per generation batch, the answer's token budget, decoding,
+// the class lists answers are scored against, and where predictions.jsonl, metrics.json and
+// GraphGPT's result files go (default: [job].out_dir + "/eval").
 struct EvalSection {
-  int64_t batch_size = 8, max_new_tokens = 32;
+  EvalProtocol protocol = EvalProtocol::kGraphtune;
+  int64_t batch_size = 8;
+  // 0: enough for the records' own answers (the longest reference answer's tokens, half again
+  // and at least 32, at most 1,024), so chain-of-thought answers are not cut; graphgpt: 1,024.
+  int64_t max_new_tokens = 0;
+  // 0 is greedy; above it, sampling with nucleus top_p, seeded per record from `seed` so that
+  // an answer does not depend on the batch it was generated in.
+  double temperature = 0.0, top_p = 1.0;
+  int64_t seed = 1234;
+  std::string chat_template;  // the prompt: [data].template, or graphchat_v1 under graphgpt
+  // Class lists by dataset (the record id's prefix): a JSON file (data/class_lists.hpp). A
+  // dataset it does not name is scored against [data].graph's classes.
+  std::string classes;
   std::string out_dir;
   // Answer from the text alone: the records' <graph> markers are dropped and no graph token
   // is spliced (the baseline a graph model must beat).

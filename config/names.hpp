@@ -36,6 +36,11 @@ enum class Backend { kMpi, kNccl };
 // else the CPU; cuda: a GPU, refused with its reason where there is none (docs/gpu.md).
 enum class DeviceKind { kAuto, kCpu, kCuda };
 
+// [eval].protocol: the settings evaluation starts from. graphtune: greedy (answers comparable
+// across runs) in the training prompt. graphgpt: GraphGPT's run_graphgpt.py, to reproduce the
+// paper's setting: the graphchat_v1 prompt, sampling at temperature 0.2, up to 1,024 new tokens.
+enum class EvalProtocol { kGraphtune, kGraphGpt };
+
 template <typename E>
 struct NamedValue {
   E value;
@@ -72,6 +77,11 @@ template <>
 struct NameTable<DeviceKind> {
   static constexpr NamedValue<DeviceKind> entries[] = {
       {DeviceKind::kAuto, "auto"}, {DeviceKind::kCpu, "cpu"}, {DeviceKind::kCuda, "cuda"}};
+};
+template <>
+struct NameTable<EvalProtocol> {
+  static constexpr NamedValue<EvalProtocol> entries[] = {{EvalProtocol::kGraphtune, "graphtune"},
+                                                         {EvalProtocol::kGraphGpt, "graphgpt"}};
 };
 template <>
 struct NameTable<ScheduleKind> {

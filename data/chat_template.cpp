@@ -34,14 +34,18 @@ std::string chatml_text(const std::string& system, const std::vector<Turn>& turn
 
 }  // namespace
 
+std::string vicuna_system(const ChatTemplate& tmpl) { return tmpl.system.empty() ? kVicunaSystem : tmpl.system; }
+
 ChatTemplate chat_template_named(const std::string& name, const std::string& where) {
   if (name == "vicuna_v1_1") return ChatTemplate::vicuna_v1_1();
+  if (name == "graphchat_v1") return ChatTemplate::graphchat_v1();
   if (name == "chatml") return ChatTemplate::chatml();
-  fail(where, "'" + name + "' is not one of: vicuna_v1_1, chatml");
+  fail(where, "'" + name + "' is not one of: vicuna_v1_1, graphchat_v1, chatml");
 }
 
 const char* chat_template_name(const ChatTemplate& tmpl) {
-  return tmpl.format == ChatFormat::kChatML ? "chatml" : "vicuna_v1_1";
+  if (tmpl.format == ChatFormat::kChatML) return "chatml";
+  return vicuna_system(tmpl) == kGraphChatSystem ? "graphchat_v1" : "vicuna_v1_1";
 }
 
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns, bool add_generation_prompt) {
@@ -49,11 +53,11 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns
     fail("conversation", "a generation prompt follows a human turn, but there are " + std::to_string(turns.size()) +
                              " turns (human, gpt, ... must end with human)");
   if (tmpl.format == ChatFormat::kVicunaV11) {
-    if (!add_generation_prompt) return vicuna_v1_1_prompt(turns);
+    if (!add_generation_prompt) return vicuna_v1_1_prompt(turns, vicuna_system(tmpl));
     // FastChat opens the answer with an empty gpt message, rendered "ASSISTANT:".
     std::vector<Turn> open = turns;
     open.push_back({"gpt", ""});
-    return vicuna_v1_1_prompt(open);
+    return vicuna_v1_1_prompt(open, vicuna_system(tmpl));
   }
   std::string text = chatml_text(tmpl.system, turns);
   if (add_generation_prompt) text += std::string(kImStart) + "assistant\n";

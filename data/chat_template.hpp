@@ -15,23 +15,36 @@ class Tokenizer;
 // SmolLM2-Instruct's chat_template puts this system message first when the conversation has
 // none (GraphGPT records never do).
 inline constexpr const char* kSmolLM2System = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+// GraphGPT's evaluation prompt (its conversation.py, conv_graphchat_v1): vicuna_v1_1's layout
+// with this system message, spelled exactly as the reference has it (its sentences joined without
+// a space, "structral" included), because the prompt is what reproducing its figures asks for.
+inline constexpr const char* kGraphChatSystem =
+    "You are GraphGPT, a large language and graph-structral assistant trained by HKUDS Lab."
+    "You are able to understand the graph structures that the user provides, and assist the user with a variety of "
+    "tasks using natural language."
+    "Follow the instructions carefully and explain your answers in detail.";
 inline constexpr const char* kImStart = "<|im_start|>";
 inline constexpr const char* kImEnd = "<|im_end|>";
 
 enum class ChatFormat { kVicunaV11, kChatML };
 
-// Which template, and for ChatML its system message (vicuna_v1_1's is fixed: kVicunaSystem).
+// Which template and its system message. For the vicuna layout an empty system is vicuna_v1_1's
+// own (kVicunaSystem); graphchat_v1 is the vicuna layout with kGraphChatSystem.
 // Default-constructed: vicuna_v1_1, so callers that never heard of templates keep GraphGPT's.
 struct ChatTemplate {
   ChatFormat format = ChatFormat::kVicunaV11;
   std::string system;
 
   static ChatTemplate vicuna_v1_1() { return {}; }
+  static ChatTemplate graphchat_v1() { return {ChatFormat::kVicunaV11, kGraphChatSystem}; }
   static ChatTemplate chatml(std::string system = kSmolLM2System) { return {ChatFormat::kChatML, std::move(system)}; }
 };
 
-// By the name [data].template uses: "vicuna_v1_1" or "chatml" (SmolLM2's system message).
-// Anything else is an InputError naming `where`.
+// The system message the vicuna layout renders: tmpl.system, or kVicunaSystem when it is empty.
+std::string vicuna_system(const ChatTemplate& tmpl);
+
+// By the name [data].template uses: "vicuna_v1_1", "graphchat_v1" (GraphGPT's evaluation
+// prompt) or "chatml" (SmolLM2's system message). Anything else is an InputError naming `where`.
 ChatTemplate chat_template_named(const std::string& name, const std::string& where);
 const char* chat_template_name(const ChatTemplate& tmpl);
 

@@ -59,10 +59,10 @@ std::string record_where(const InstructionRecord& r) { return "record id " + quo
 
 }  // namespace
 
-std::string vicuna_v1_1_prompt(const std::vector<Turn>& turns) {
+std::string vicuna_v1_1_prompt(const std::vector<Turn>& turns, const std::string& system) {
   // FastChat Conversation.get_prompt(), SeparatorStyle.TWO.
   const std::string seps[2] = {kVicunaSep, kVicunaSep2};
-  std::string ret = std::string(kVicunaSystem) + seps[0];
+  std::string ret = system + seps[0];
   for (size_t i = 0; i < turns.size(); ++i) {
     const char* want = i % 2 == 0 ? "human" : "gpt";
     if (turns[i].from != want)
@@ -140,7 +140,8 @@ std::string expanded_question(const std::string& value, const std::vector<int64_
 // spaces to the following word), then EOS for "</s>" (learned). The first part starts the text
 // (BOS, dummy prefix); every later part continues after a token (no dummy prefix).
 TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
-                            const Tokenizer& tok, const GraphTokenIds& g, size_t* prompt_end) {
+                            const Tokenizer& tok, const GraphTokenIds& g, const std::string& system,
+                            size_t* prompt_end) {
   Building b;
   const auto& turns = record.conversations;
   std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
@@ -149,7 +150,7 @@ TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<i
     if (i % 2 == 0) {
       const std::string q = expanded_question(turns[i].value, graph_node_counts, next_graph);
       expanded.push_back({turns[i].from, q});
-      std::string h = std::string(i == 0 ? std::string(kVicunaSystem) + kVicunaSep : "") +
+      std::string h = std::string(i == 0 ? system + kVicunaSep : "") +
                       kVicunaUser + ": " + q + kVicunaSep;
       if (i + 1 < turns.size()) h += std::string(kVicunaAssistant) + ":";
       b.append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
@@ -163,7 +164,7 @@ TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<i
 
   // The whole prompt, tokenised as the reference's tokenizer does it (with "</s>" as the EOS
   // special token and no dummy prefix after it).
-  const std::string prompt = vicuna_v1_1_prompt(expanded);
+  const std::string prompt = vicuna_v1_1_prompt(expanded, system);
   const std::string sep2 = kVicunaSep2;
   std::vector<int32_t> whole;
   size_t pos = 0;
@@ -254,7 +255,7 @@ TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vect
 
   TokenizedExample ex = tmpl.format == ChatFormat::kChatML
                             ? chatml_ids(record, graph_node_counts, tok, g, tmpl, prompt_end)
-                            : vicuna_ids(record, graph_node_counts, tok, g, prompt_end);
+                            : vicuna_ids(record, graph_node_counts, tok, g, vicuna_system(tmpl), prompt_end);
 
   // Graph spans: each <g_start> <g_patch>xN <g_end>, in order.
   for (size_t p = 0; p < ex.input_ids.size(); ++p) {

@@ -26,8 +26,9 @@ inline constexpr int32_t kIgnoreIndex = -100;
 
 // FastChat's Conversation.get_prompt() for sep_style TWO: system + sep, then for message i
 // role + ": " + value + (i even ? sep : sep2). Turns must alternate human/gpt from human
-// (InputError otherwise); values are used as they are (expand graph markers first).
-std::string vicuna_v1_1_prompt(const std::vector<Turn>& turns);
+// (InputError otherwise); values are used as they are (expand graph markers first). GraphGPT's
+// graphchat_v1 is the same layout with its own system message (kGraphChatSystem).
+std::string vicuna_v1_1_prompt(const std::vector<Turn>& turns, const std::string& system = kVicunaSystem);
 
 // Replaces the k-th "<graph>" of text by "<g_start>" + "<g_patch>" x node_counts[k] + "<g_end>".
 // The number of markers must equal node_counts.size() (InputError otherwise).

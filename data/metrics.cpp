@@ -259,18 +259,38 @@ std::string metrics_json(const LinkMetrics& m) {
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+nlohmann::ordered_json prediction_row(const PredictionRecord& r) {
+  nlohmann::ordered_json j;
+  j["id"] = r.id;
+  if (r.link) {
+    j["node_idx_1"] = r.node_idx;
+    j["node_idx_2"] = r.node_idx_2;
+    j["truth"] = r.truth;
+  } else {
+    j["node_idx"] = r.node_idx;
+  }
+  j["res"] = r.res;
+  return j;
+}
+
+}  // namespace
+
 std::string predictions_jsonl(const std::vector<PredictionRecord>& records) {
   std::string out;
   for (const auto& r : records) {
-    nlohmann::ordered_json j;
-    j["id"] = r.id;
-    j["node_idx"] = r.node_idx;
-    j["res"] = r.res;
     // Generated text may end inside a multi-byte character: invalid UTF-8 becomes U+FFFD.
-    out += j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    out += prediction_row(r).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     out += '\n';
   }
   return out;
+}
+
+std::string graphgpt_results_json(const std::vector<PredictionRecord>& records) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& r : records) list.push_back(prediction_row(r));
+  return list.dump(4, ' ', true, nlohmann::ordered_json::error_handler_t::replace) + "\n";  // ASCII, as Python's json.dump
 }
 
 void write_predictions_jsonl(const std::string& path, const std::vector<PredictionRecord>& records) {

@@ -91,13 +91,21 @@ double roc_auc(const std::vector<double>& scores, const std::vector<int32_t>& la
 std::string metrics_json(const ClassificationMetrics& m, const std::vector<std::string>& class_names);
 std::string metrics_json(const LinkMetrics& m);
 
-// One generated answer, in GraphGPT's output shape.
+// One generated answer, in GraphGPT's output shapes: {id, node_idx, res} (run_graphgpt.py), or
+// for link prediction {id, node_idx_1, node_idx_2, truth, res} (run_graphgpt_LP.py; truth is the
+// record's reference answer).
 struct PredictionRecord {
   std::string id;
   int64_t node_idx = 0;
   std::string res;
+  bool link = false;
+  int64_t node_idx_2 = 0;  // link: node_idx is node_idx_1
+  std::string truth;       // link only
 };
 std::string predictions_jsonl(const std::vector<PredictionRecord>& records);
+// GraphGPT's result file ({output}/..._test_res_{start}_{end}.json): one JSON list of the same
+// rows, indented by 4 as its json.dump(..., indent=4) writes it, newline-terminated.
+std::string graphgpt_results_json(const std::vector<PredictionRecord>& records);
 // Writes predictions_jsonl atomically (common/atomic_file.hpp).
 void write_predictions_jsonl(const std::string& path, const std::vector<PredictionRecord>& records);
 

@@ -3,14 +3,34 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "common/error.hpp"
+#include "model/generate.hpp"
 
 namespace gt {
 
+namespace {
+
+// Each row's next token from logits [B, V]: the argmax, or a draw of the row's own sampler.
+torch::Tensor pick(const torch::Tensor& logits, std::vector<Sampler>& samplers, const std::vector<bool>& done) {
+  if (samplers.empty()) return logits.argmax(-1);
+  auto rows = logits.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t B = rows.size(0), V = rows.size(1);
+  auto next = torch::zeros({B}, torch::kInt64);
+  int64_t* out = next.data_ptr<int64_t>();
+  const float* row = rows.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b)
+    if (!done[b]) out[b] = samplers[b].sample(row + b * V, V);
+  return next;
+}
+
+}  // namespace
+
 std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const GraphGptBatch& prompts,
-                                                         int64_t max_new_tokens, int32_t eos_id) {
+                                                         int64_t max_new_tokens, int32_t eos_id,
+                                                         const AnswerSampling& sampling) {
   torch::NoGradGuard no_grad;
   const torch::Tensor& ids = prompts.input_ids;
   if (!ids.defined() || ids.dim() != 2) fail("prompts", "input_ids must be [batch, length]");
@@ -42,6 +62,15 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
     steps = std::max(steps, budget[b]);
   }
   if (steps == 0) return out;
+  std::vector<Sampler> samplers;
+  if (sampling.temperature > 0.0f) {
+    if (static_cast<int64_t>(sampling.row_seeds.size()) != B)
+      throw std::invalid_argument("generate_graph_answers: sampling needs one seed per row");
+    for (uint64_t seed : sampling.row_seeds) {
+      if (seed == 0) throw std::invalid_argument("generate_graph_answers: a row seed of 0 would mean the clock");
+      samplers.emplace_back(sampling.temperature, sampling.top_p, seed);
+    }
+  }
 
   Llama& llm = model->llm;
   // The last answer token is never fed back: T + steps - 1 slots suffice.
@@ -53,10 +82,10 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
   // Prefill: graphs spliced; each row's next token comes from its last real position.
   auto logits = llm->forward_embeds(model->embed(prompts), key_mask.narrow(1, 0, T), &cache);  // [B, T, V]
   auto rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(logits.device()));
-  auto next = logits.index({rows, (lens_t - 1).to(logits.device())}).argmax(-1);  // [B]
-
   std::vector<bool> done(B, false);
   for (int64_t b = 0; b < B; ++b) done[b] = budget[b] == 0;
+  auto next = pick(logits.index({rows, (lens_t - 1).to(logits.device())}), samplers, done);  // [B]
+
   for (int64_t step = 0;; ++step) {
     auto next_cpu = next.to(torch::kCPU, torch::kInt64).contiguous();
     const int64_t* tok = next_cpu.data_ptr<int64_t>();
@@ -81,7 +110,7 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
     auto x = model->embed(step_batch);  // <g_start>/<g_end> rows as in the prompt's embedding
     auto pos = (lens_t + step).view({B, 1});
     logits = llm->forward_embeds(x, key_mask.narrow(1, 0, slot + 1), &cache, pos);  // [B, 1, V]
-    next = logits.select(1, 0).argmax(-1);
+    next = pick(logits.select(1, 0), samplers, done);
   }
   return out;
 }

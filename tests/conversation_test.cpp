@@ -513,13 +513,42 @@ TEST(ChatML, VicunaStaysTheDefault) {
   EXPECT_EQ(gt::chat_token_texts({}), std::vector<std::string>{"</s>"});
 }
 
+// GraphGPT evaluates with graphchat_v1: vicuna_v1_1's layout, its own system message, the same
+// loss mask and stop token.
+TEST(ChatML, GraphChatV1IsVicunaWithGraphGptsSystem) {
+  const auto tmpl = gt::chat_template_named("graphchat_v1", "t");
+  EXPECT_STREQ(gt::chat_template_name(tmpl), "graphchat_v1");
+  EXPECT_EQ(gt::render_chat(tmpl, {{"human", "Hi?"}}, true),
+            std::string("You are GraphGPT, a large language and graph-structral assistant trained by HKUDS Lab.You are "
+                        "able to understand the graph structures that the user provides, and assist the user with a "
+                        "variety of tasks using natural language.Follow the instructions carefully and explain your "
+                        "answers in detail. USER: Hi? ASSISTANT:"));
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto rec = make_record("cora_1", {{"human", "G <graph>?"}, {"gpt", "yes"}});
+  const auto vicuna = gt::tokenize_conversation(rec, {4}, *tok, 4096);
+  const auto graphchat = gt::tokenize_conversation(rec, {4}, *tok, 4096, tmpl);
+  const auto text = [&](const std::vector<int32_t>& ids) { return tok->decode(ids); };
+  EXPECT_NE(text(graphchat.input_ids).find("You are GraphGPT"), std::string::npos);
+  // The answer and its EOS are learned in both, and nothing else.
+  auto learned = [](const gt::TokenizedExample& e) {
+    std::vector<int32_t> out;
+    for (size_t i = 0; i < e.labels.size(); ++i)
+      if (e.labels[i] != gt::kIgnoreIndex) out.push_back(e.labels[i]);
+    return out;
+  };
+  EXPECT_EQ(learned(graphchat), learned(vicuna));
+  EXPECT_EQ(gt::chat_stop_id(tmpl, *tok), gt::chat_stop_id({}, *tok));
+}
+
 TEST(ChatML, NamesStopIdAndTokenTexts) {
   EXPECT_EQ(gt::chat_template_named("chatml", "t").format, gt::ChatFormat::kChatML);
   EXPECT_EQ(gt::chat_template_named("chatml", "t").system, kSmolSystem);
   EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("chatml", "t")), "chatml");
   EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("vicuna_v1_1", "t")), "vicuna_v1_1");
   const std::string msg = input_error_of([] { gt::chat_template_named("llama3", "cfg.toml: [data].template"); });
-  EXPECT_NE(msg.find("cfg.toml: [data].template: 'llama3' is not one of: vicuna_v1_1, chatml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cfg.toml: [data].template: 'llama3' is not one of: vicuna_v1_1, graphchat_v1, chatml"),
+            std::string::npos)
+      << msg;
   EXPECT_EQ(gt::chat_token_texts(gt::ChatTemplate::chatml()), (std::vector<std::string>{"<|im_start|>", "<|im_end|>"}));
   // Generation stops at <|im_end|>, not at the tokenizer's EOS.
   auto tok = chatml_byte_tokenizer();

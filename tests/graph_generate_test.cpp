@@ -147,6 +147,29 @@ TEST(GraphGenerate, BatchedEqualsOneByOne) {
   EXPECT_LE(stopped[1].size(), static_cast<size_t>(max_new / 2));
 }
 
+// Sampling (GraphGPT's evaluation samples at 0.2): a row's answer depends on its seed and prompt
+// only, so batched equals one by one with the same seeds; other seeds give other answers, and a
+// near-zero temperature is the greedy answer.
+TEST(GraphGenerate, SampledRowsFollowTheirOwnSeeds) {
+  auto model = make_model();
+  const auto prompts = three_prompts();
+  const int64_t max_new = 12;
+  gt::AnswerSampling hot{1.5f, 1.0f, {11, 22, 33}};
+  auto batched = gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, hot);
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    gt::AnswerSampling alone{1.5f, 1.0f, {hot.row_seeds[r]}};
+    EXPECT_EQ(batched[r], gt::generate_graph_answers(model, make_batch({prompts[r]}), max_new, -1, alone)[0]) << "row " << r;
+  }
+  gt::AnswerSampling other{1.5f, 1.0f, {12, 23, 34}};
+  EXPECT_NE(batched, gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, other));
+  auto greedy = gt::generate_graph_answers(model, make_batch(prompts), max_new, -1);
+  EXPECT_NE(batched, greedy);
+  gt::AnswerSampling cold{1e-4f, 1.0f, {11, 22, 33}};
+  EXPECT_EQ(gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, cold), greedy);
+  gt::AnswerSampling unseeded{0.2f, 1.0f, {}};
+  EXPECT_THROW(gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, unseeded), std::invalid_argument);
+}
+
 TEST(GraphGenerate, OneByOneEqualsFullForwardWithoutCache) {
   auto model = make_model();
   const auto prompts = three_prompts();

@@ -46,8 +46,20 @@ assert m["n"] == 12 and 0 <= m["accuracy"] <= 1, m
 nc = m["node_classification"]
 assert nc["n"] == 12 and 0 <= nc["accuracy"] <= 1 and 0 <= nc["macro_f1"] <= 1 and 0 <= nc["unparsed"] <= 12, nc
 PYEOF
-check "nothing staged left behind (the two files and the launcher's logs/)" \
-  test "$(ls -A "$TMP/ev/eval" | tr '\n' ' ')" = "logs metrics.json predictions.jsonl "
+check "nothing staged left behind (the files, GraphGPT's result folder and the launcher's logs/)" \
+  test "$(ls -A "$TMP/ev/eval" | tr '\n' ' ')" = "graphgpt logs metrics.json predictions.jsonl "
+check "GraphGPT's result file: a JSON list of the same rows, named by the dataset and the range" "$PY" - "$TMP/ev/eval" <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+assert os.listdir(d + "/graphgpt") == ["synth_test_res_0_12.json"], os.listdir(d + "/graphgpt")
+rows = json.load(open(d + "/graphgpt/synth_test_res_0_12.json"))
+assert rows == [json.loads(l) for l in open(d + "/predictions.jsonl")]
+m = json.load(open(d + "/metrics.json"))
+assert m["protocol"] == "graphtune" and m["template"] == "vicuna_v1_1" and m["temperature"] == 0, m
+assert m["datasets"]["synth"]["node_classification"] == m["node_classification"], m["datasets"]
+assert 0 <= m["node_classification"]["top3_containment"] <= 1
+PYEOF
+check "the summary names GraphGPT's top-3 figure as what it is" grep -q 'top-3 containment (GraphGPT.s "accuracy")' "$TMP/ev.err"
 
 # --out wins over [eval].out_dir; [eval].batch_size changes nothing in the answers (greedy).
 "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" \
@@ -70,6 +82,57 @@ preds = [json.loads(l) for l in open(sys.argv[1])]
 recs = json.load(open(sys.argv[2]))
 assert [p["id"] for p in preds] == [r["id"] for r in recs]
 assert [p["node_idx"] for p in preds] == [r["graph"]["node_idx"] for r in recs]
+PYEOF
+
+# GraphGPT's protocol: its graphchat_v1 prompt, sampling at 0.2; each answer seeded by its record,
+# so the batch size still changes nothing. Class lists by dataset from [eval].classes.
+"$PY" - "$TMP/classes.json" <<'PYEOF'
+import json, sys
+names = ["Computer Networks", "Computer Vision", "Databases", "Natural Language Processing", "Neural Networks",
+         "Reinforcement Learning", "Theory"]
+json.dump({"synth": names, "arxiv": ["cs.AI", "cs.LG"]}, open(sys.argv[1], "w"))
+PYEOF
+for bs in 5 12; do
+  "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.protocol graphgpt \
+    --eval.max_new_tokens 8 --eval.batch_size $bs --eval.classes "$TMP/classes.json" --out "$TMP/evgg$bs" >/dev/null 2>"$TMP/evgg$bs.err"
+  check "eval --eval.protocol graphgpt (batch $bs) exits 0" test $? -eq 0
+done
+check "graphgpt protocol: the same sampled answers at batch 5 and 12" cmp -s "$TMP/evgg5/predictions.jsonl" "$TMP/evgg12/predictions.jsonl"
+check "graphgpt protocol: graphchat_v1, temperature 0.2, classes from [eval].classes" "$PY" - "$TMP/evgg5/metrics.json" "$TMP/classes.json" <<'PYEOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["protocol"] == "graphgpt" and m["template"] == "graphchat_v1" and abs(m["temperature"] - 0.2) < 1e-12, m
+nc = m["node_classification"]
+assert nc["classes_from"] == sys.argv[2] and len(nc["classes"]) == 7 and nc["n"] == 12, nc
+PYEOF
+check "graphgpt protocol says what it does" grep -q "protocol graphgpt, template graphchat_v1, sampling at temperature 0.2" "$TMP/evgg5.err"
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.protocol graphgpt \
+  --eval.max_new_tokens 8 --eval.seed 99 --out "$TMP/evgg99" >/dev/null 2>&1
+check "another [eval].seed samples other answers" bash -c "! cmp -s '$TMP/evgg5/predictions.jsonl' '$TMP/evgg99/predictions.jsonl'"
+# max_new_tokens 0 (the default): enough for the longest reference answer, at least 32.
+"$GT" eval --config "$CFG" --model.path "$TMP/lm/model" --data.max_len 1024 --model.projector "$TMP/s2/graph_projector.bin" \
+  --data.instructions "$TMP/test.json" --eval.batch_size 12 --out "$TMP/evauto" >/dev/null 2>"$TMP/evauto.err"
+check "the default answer budget is the longest reference answer's tokens and half again, at least 32" "$PY" - "$TMP/evauto.err" <<'PYEOF'
+import re, sys
+m = re.search(r"up to (\d+) new tokens \(the longest reference answer is (\d+) tokens\)", open(sys.argv[1]).read())
+assert m, "no budget line"
+budget, longest = int(m.group(1)), int(m.group(2))
+assert longest > 0 and budget == min(1024, max(32, (3 * longest + 1) // 2)), (budget, longest)
+PYEOF
+# Link prediction rows carry GraphGPT's LP keys.
+"$GT" data build --graph embedded --task link_prediction --split test --max-nodes 3 --max-records 6 --out "$TMP/lp.json" 2>/dev/null
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/lp.json" --out "$TMP/evlp" >/dev/null 2>"$TMP/evlp.err"
+check "link-prediction eval exits 0" test $? -eq 0
+check "link-prediction rows: id, node_idx_1, node_idx_2, truth, res (run_graphgpt_LP.py's)" "$PY" - "$TMP/evlp" "$TMP/lp.json" <<'PYEOF'
+import json, os, sys
+recs = json.load(open(sys.argv[2]))
+rows = [json.loads(l) for l in open(sys.argv[1] + "/predictions.jsonl")]
+assert all(list(r) == ["id", "node_idx_1", "node_idx_2", "truth", "res"] for r in rows), rows[0]
+assert [r["node_idx_1"] for r in rows] == [x["graph"]["node_idx_1"] for x in recs]
+assert [r["node_idx_2"] for r in rows] == [x["graph"]["node_idx_2"] for x in recs]
+assert [r["truth"] for r in rows] == [x["conversations"][-1]["value"] for x in recs]
+(f,) = os.listdir(sys.argv[1] + "/graphgpt")
+assert json.load(open(sys.argv[1] + "/graphgpt/" + f)) == rows
 PYEOF
 
 # Bad input: one line, exit code 2, no outputs.
@@ -100,5 +163,11 @@ check "--skip-invalid reports the record outside the feature table" \
 check "--skip-invalid: 10 answers, equal to the full run's" bash -c \
   "test \$(grep -c '' '$TMP/skip/predictions.jsonl') -eq 10 && grep -F -x -f '$TMP/skip/predictions.jsonl' '$TMP/ev/eval/predictions.jsonl' | wc -l | grep -qx 10"
 expect_fail "eval needs records" "[data].instructions: eval needs" -- "$GT" eval --config "$CFG" --model.path "$TMP/lm/model" --out "$TMP/x3"
-check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 2>/dev/null"
+echo '{"synth": ["a", "A."]}' >"$TMP/dup_classes.json"
+expect_fail "class names that collide" 'dup_classes.json: "synth": classes 0 and 1 are both "a" once normalised' -- \
+  "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" \
+  --eval.classes "$TMP/dup_classes.json" --out "$TMP/x4"
+expect_fail "an unknown protocol" "--eval.protocol: 'llava' is not one of: graphtune, graphgpt" -- \
+  "${EVAL[@]}" --data.instructions "$TMP/test.json" --eval.protocol llava --out "$TMP/x5"
+check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 2>/dev/null"
 finish
