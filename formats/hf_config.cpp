@@ -168,19 +168,21 @@ LlamaConfig read_hf_config(const std::string& dir) {
   ConfigReader r(path, j);
 
   std::string model_type = r.string("model_type", "");
-  if (model_type == "GraphLlama")
-    fail(path, "not supported yet: GraphGPT's own tuned model (model_type \"GraphLlama\", its projector inside the "
-               "shards); point [model].path at the base LLM (Vicuna) and [model].projector at a graph_projector.bin");
-  if (model_type != "llama")
-    r.bad("model_type", "must be \"llama\" (got " + (r.has("model_type") ? r.at("model_type").dump() : "nothing") + ")");
+  // GraphGPT's released model: a LLaMA with its projector in the same files.
+  const bool graphllama = model_type == "GraphLlama";
+  if (model_type != "llama" && !graphllama)
+    r.bad("model_type", "must be \"llama\" or GraphGPT's \"GraphLlama\" (got " +
+                            (r.has("model_type") ? r.at("model_type").dump() : "nothing") + ")");
   if (r.has("architectures")) {
     const json& a = r.at("architectures");
+    const char* arch = graphllama ? "GraphLlamaForCausalLM" : "LlamaForCausalLM";
     bool ok = a.is_array() && !a.empty();
-    for (const auto& x : a) ok = ok && x == "LlamaForCausalLM";
-    require(r, "architectures", ok, "must be [\"LlamaForCausalLM\"] (got " + a.dump() + ")");
+    for (const auto& x : a) ok = ok && x == arch;
+    require(r, "architectures", ok, std::string("must be [\"") + arch + "\"] (got " + a.dump() + ")");
   }
 
   LlamaConfig cfg;
+  cfg.graphllama = graphllama;
   cfg.dim = r.integer("hidden_size");
   cfg.hidden_dim = r.integer("intermediate_size");
   cfg.n_layers = r.integer("num_hidden_layers");
@@ -322,6 +324,7 @@ void check_llama_tensors(const LlamaConfig& cfg, const std::map<std::string, Ten
   }
   for (const auto& [name, f] : found) {
     if (is_rotary_frequency_buffer(name)) continue;
+    if (cfg.graphllama && is_graphllama_tensor(name)) continue;  // the projector's loader checks its shapes
     auto it = expected.find(name);
     if (it == expected.end()) {
       if (name == "lm_head.weight" && cfg.tie_embeddings) {

@@ -7,6 +7,11 @@
 
 namespace gt {
 
+// A GraphLlama's own tensors, which are not the LLM's.
+inline bool is_graphllama_tensor(const std::string& name) {
+  return name.rfind("model.graph_projector.", 0) == 0 || name.rfind("model.graph_tower.", 0) == 0;
+}
+
 struct LlamaConfig {
   int64_t dim = 0;          // hidden size
   int64_t n_layers = 0;
@@ -23,6 +28,10 @@ struct LlamaConfig {
   // GraphGPT's keys a Hugging Face config.json carries (graph_hidden_size, graph_tower, ...):
   // read past, not used; the trainers name them in one line.
   std::vector<std::string> graphgpt_keys;
+  // GraphGPT's tuned model (model_type "GraphLlama"): a LLaMA whose weight files also hold its
+  // projector (model.graph_projector.*) and maybe its graph tower (model.graph_tower.*), read
+  // apart from the LLM's (is_graphllama_tensor).
+  bool graphllama = false;
 
   int64_t head_dim() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_dim() * n_kv_heads; }

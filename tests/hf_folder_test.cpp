@@ -414,7 +414,7 @@ TEST(HfFolderErrors, BrokenShardsAndMissingWeights) {
 }
 
 // Vicuna's config.json as GraphGPT's FAQ has users leave it: GraphLlama's keys are read past and
-// listed (the trainers name them in one line); GraphGPT's own tuned model is refused, saying why.
+// listed (the trainers name them in one line). GraphGPT's own tuned model reads as a GraphLlama.
 TEST(HfConfig, ReadsPastGraphGptsKeys) {
   json j = base_config();
   j["graph_hidden_size"] = 128;
@@ -431,8 +431,20 @@ TEST(HfConfig, ReadsPastGraphGptsKeys) {
   write_config(plain.path, base_config());
   EXPECT_TRUE(gt::read_hf_config(plain.path).graphgpt_keys.empty());
 
+  EXPECT_FALSE(c.graphllama);
+
+  // GraphGPT's own tuned model is a LLaMA whose files also hold its projector.
   json graphllama = j;
   graphllama["model_type"] = "GraphLlama";
   graphllama["architectures"] = {"GraphLlamaForCausalLM"};
-  expect_config_error(graphllama, "not supported yet: GraphGPT's own tuned model (model_type \"GraphLlama\"");
+  TempDir gl;
+  write_config(gl.path, graphllama);
+  EXPECT_TRUE(gt::read_hf_config(gl.path).graphllama);
+  graphllama["architectures"] = {"LlamaForCausalLM"};
+  expect_config_error(graphllama, "key 'architectures': must be [\"GraphLlamaForCausalLM\"]");
+  graphllama["model_type"] = "mistral";
+  expect_config_error(graphllama, "must be \"llama\" or GraphGPT's \"GraphLlama\"");
+  EXPECT_TRUE(gt::is_graphllama_tensor("model.graph_projector.weight"));
+  EXPECT_TRUE(gt::is_graphllama_tensor("model.graph_tower.gtLayers.0.qTrans"));
+  EXPECT_FALSE(gt::is_graphllama_tensor("model.embed_tokens.weight"));
 }

@@ -197,6 +197,31 @@ TEST(Tokenizer, DecodeFollowsSentencePieceAndDecodePieceFollowsRunC) {
   EXPECT_THROW(tok->decode({32000}), InputError);
 }
 
+// A Hugging Face folder keeps its added tokens in added_tokens.json beside tokenizer.model, as
+// GraphGPT's released model has its graph tokens: they load with the ids the file gives.
+TEST(Tokenizer, AddedTokensJsonBesideSentencePiece) {
+  GT_REQUIRE_ASSETS(assets);
+  gt::test::TempDir dir;
+  gt::write_file_atomic(dir.path + "/tokenizer.model", gt::read_file(assets + "/llm/tokenizer.model"));
+  EXPECT_EQ(load_tokenizer(dir.path + "/tokenizer.model")->vocab_size(), 32000);
+  gt::write_file_atomic(dir.path + "/added_tokens.json", R"({"<g_end>": 32002, "<g_patch>": 32000, "<g_start>": 32001})");
+  auto tok = load_tokenizer(dir.path + "/tokenizer.model");
+  EXPECT_EQ(tok->vocab_size(), 32003);
+  EXPECT_EQ(tok->piece_to_id("<g_patch>"), 32000);
+  EXPECT_EQ(tok->piece_to_id("<g_end>"), 32002);
+  EXPECT_EQ(tok->encode("<g_start><g_patch><g_end>", false, false), (Ids{32001, 32000, 32002}));
+  gt::write_file_atomic(dir.path + "/added_tokens.json", R"({"<g_patch>": 32001})");
+  EXPECT_NE(input_error_of([&] { load_tokenizer(dir.path + "/tokenizer.model"); })
+                .find("added_tokens.json: \"<g_patch>\" has id 32001, but the next id after"),
+            std::string::npos);
+  gt::write_file_atomic(dir.path + "/added_tokens.json", R"({"<s>": 32000})");
+  EXPECT_NE(input_error_of([&] { load_tokenizer(dir.path + "/tokenizer.model"); }).find("\"<s>\" is already piece 1"),
+            std::string::npos);
+  gt::write_file_atomic(dir.path + "/added_tokens.json", R"({"<x>": "32000"})");
+  EXPECT_NE(input_error_of([&] { load_tokenizer(dir.path + "/tokenizer.model"); }).find("the id must be an integer"),
+            std::string::npos);
+}
+
 TEST(Tokenizer, SpecialTokensOnLlamaModel) {
   GT_REQUIRE_ASSETS(dir);
   for (const char* file : {"tokenizer.model", "tokenizer.bin"}) {

@@ -7,10 +7,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/json_file.hpp"
 #include "formats/model_presets.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/gguf_tokenizer.hpp"
@@ -192,6 +198,39 @@ bool Tokenizer::is_printable_piece(const std::string& piece) {
   return true;
 }
 
+namespace {
+
+// Hugging Face keeps the tokens added to a SentencePiece tokenizer in added_tokens.json beside
+// tokenizer.model (piece -> id), as GraphGPT's released model has its three graph tokens; they
+// are registered here in id order, which must continue the base vocabulary without a gap.
+std::unique_ptr<Tokenizer> with_added_tokens(std::unique_ptr<Tokenizer> tok, const std::string& model_path) {
+  const std::string path = join_path(parent_path(model_path), "added_tokens.json");
+  if (!path_exists(path)) return tok;
+  std::vector<std::pair<int64_t, std::string>> by_id;
+  const nlohmann::json added = read_json_object(path);
+  for (const auto& [piece, id] : added.items()) {
+    if (!id.is_number_integer()) fail(path, "\"" + piece + "\": the id must be an integer");
+    by_id.emplace_back(id.get<int64_t>(), piece);
+  }
+  std::sort(by_id.begin(), by_id.end());
+  for (size_t i = 0; i < by_id.size(); ++i) {
+    const int64_t want = static_cast<int64_t>(tok->vocab_size()) + static_cast<int64_t>(i);
+    if (by_id[i].first != want)
+      fail(path, "\"" + by_id[i].second + "\" has id " + std::to_string(by_id[i].first) + ", but the next id after " +
+                     model_path + "'s " + std::to_string(tok->vocab_size()) + " pieces" +
+                     (i > 0 ? " and the tokens before it" : "") + " is " + std::to_string(want));
+  }
+  std::vector<std::string> pieces;
+  for (const auto& [id, piece] : by_id) pieces.push_back(piece);
+  const auto ids = tok->add_special_tokens(pieces);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] != by_id[i].first)
+      fail(path, "\"" + pieces[i] + "\" is already piece " + std::to_string(ids[i]) + " of " + model_path);
+  return tok;
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name) {
   if (name == "bytes") return byte_tokenizer();
   const std::string path = resolve_model_path(name, name);  // a preset ("smollm2") names its file
@@ -211,7 +250,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name) {
   int32_t header;
   std::memcpy(&header, bytes.data(), 4);
   if (header > 0 && header <= kLlama2cMaxTokenLength) return parse_llama2c_tokenizer(bytes, path);
-  return parse_sentencepiece_tokenizer(bytes, path);
+  return with_added_tokens(parse_sentencepiece_tokenizer(bytes, path), path);
 }
 
 void check_tokenizer_vocab(const Tokenizer& tok, int32_t model_vocab) {

@@ -148,6 +148,17 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   LoadedModel loaded = load_model(cfg.model.path);
   std::map<std::string, torch::Tensor> weights = std::move(loaded.weights);
   loaded.weights.clear();
+  s.projector_from = cfg.model.projector;
+  // GraphGPT's released model carries its tuned projector; a [model].projector still wins, so
+  // that one can be tried on it.
+  if (cfg.model.projector.empty() && loaded.graph_weights.count("model.graph_projector.weight")) {
+    std::map<std::string, torch::Tensor> own;
+    for (const auto& [name, t] : loaded.graph_weights)
+      if (name.rfind("model.graph_projector.", 0) == 0) own[name] = t;
+    projector->load_weights(own, cfg.model.path + " (GraphLlama's model.graph_projector.*)");
+    s.projector_from = cfg.model.path;
+  }
+  loaded.graph_weights.clear();
   const auto ids = add_special_tokens(loaded, *s.tokenizer, graph_special_tokens());
   // The graph encoder and the projector weigh on stage 0, which runs them.
   StageWeights w = LlamaImpl::stage_weights(loaded.config);
@@ -183,9 +194,14 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
 }
 
 std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_path) {
-  if (llm.graphgpt_keys.empty()) return "";
   std::string keys;
   for (const auto& k : llm.graphgpt_keys) keys += (keys.empty() ? "" : ", ") + k;
+  if (llm.graphllama)
+    return model_path + "/config.json: a GraphLlama (GraphGPT's tuned model): its projector and <g_start>/<g_end> rows "
+           "come from its weights unless [model].projector names others; the graph encoder comes from "
+           "[model].graph_encoder, as GraphGPT's evaluation loads it" +
+           (keys.empty() ? std::string() : "; its keys " + keys + " are not used");
+  if (keys.empty()) return "";
   return model_path + "/config.json: GraphGPT's keys " + keys + " are not used: graphtune takes the graph encoder from "
          "[model].graph_encoder and the projector from [model].projector";
 }

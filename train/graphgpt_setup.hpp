@@ -18,6 +18,9 @@ struct GraphGptSetup {
   std::unique_ptr<Tokenizer> tokenizer;
   GraphGpt model{nullptr};
   FeatureTable features;
+  // Where the projector came from: [model].projector, a GraphLlama's own weights ([model].path),
+  // or "" for a fresh one.
+  std::string projector_from;
 };
 
 // Which part of the LLM this rank holds, chosen from what each layer and end weighs (the graph

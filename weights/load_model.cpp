@@ -18,6 +18,15 @@ LoadedModel load_model(const std::string& name) {
   LoadedModel m;
   m.config = read_hf_config(path);
   m.weights = read_hf_weights(path);
+  if (m.config.graphllama)
+    for (auto it = m.weights.begin(); it != m.weights.end();) {
+      if (!is_graphllama_tensor(it->first)) {
+        ++it;
+        continue;
+      }
+      m.graph_weights.insert(*it);
+      it = m.weights.erase(it);
+    }
   return m;
 }
 

@@ -13,6 +13,8 @@ namespace gt {
 struct LoadedModel {
   LlamaConfig config;
   std::map<std::string, torch::Tensor> weights;
+  // A GraphLlama's projector and graph tower tensors (is_graphllama_tensor), apart from the LLM's.
+  std::map<std::string, torch::Tensor> graph_weights;
 };
 
 }  // namespace gt

@@ -192,7 +192,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   const size_t before = records.size();
   check_records_against_features(records, s.features, cfg.data);
   if (records.size() != before) refs = references(records, classes, cfg.data.instructions);
-  if (cfg.model.projector.empty())
+  if (s.projector_from.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); !note.empty())
     std::fprintf(stderr, "graphtune: %s\n", note.c_str());
@@ -335,7 +335,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   top["accuracy"] = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;  // over every record
   top["instructions"] = cfg.data.instructions;
   top["model"] = cfg.model.path;
-  top["projector"] = cfg.model.projector;
+  top["projector"] = s.projector_from;
   top["protocol"] = name_of(cfg.eval.protocol);
   top["template"] = chat_template_name(tmpl);
   top["temperature"] = cfg.eval.temperature;

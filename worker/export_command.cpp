@@ -158,8 +158,8 @@ nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
 // The merged model's tokenizer: the LLM's, grown by GraphGPT's three tokens exactly as the
 // trainer and eval grow it (build_graphgpt), so that the ids match the embedding rows.
 //   SentencePiece: tokenizer.model with added_tokens.json (how transformers' save_pretrained
-//     stores added tokens), and tokenizer.bin, llama2.c's format with the added pieces, for
-//     `graphtune generate --tokenizer` (graphtune does not read added_tokens.json);
+//     stores added tokens; graphtune reads it too), and tokenizer.bin, llama2.c's format with
+//     the added pieces, for llama2.c's tools;
 //   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
 //   llama2.c / byte tokenizers: tokenizer.bin with the added pieces.
 std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, const std::string& dir) {
