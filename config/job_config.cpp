@@ -117,6 +117,7 @@ ModelSection read_model(SectionReader& in) {
   m.graph_encoder = r.get_string("model", "graph_encoder", m.graph_encoder);
   m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
   m.projector = r.get_string("model", "projector", m.projector);
+  m.adapter = r.get_string("model", "adapter", m.adapter);
   if (m.dim % m.n_heads) r.reject("model", "n_heads", "must divide dim (" + std::to_string(m.dim) + ")");
   if (m.n_heads % m.n_kv_heads)
     r.reject("model", "n_kv_heads", "must divide n_heads (" + std::to_string(m.n_heads) + ")");
@@ -170,7 +171,8 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   t.steps = r.get_int("training", "steps", graph ? 0 : t.steps);
   if (train && (t.steps < 0 || (t.steps == 0 && (!graph || t.epochs == 0))))
     r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
-  t.trainable = in.one_of("training", "trainable", t.trainable, {Trainable::kGraphGpt, Trainable::kProjector});
+  t.trainable = in.one_of("training", "trainable", t.trainable,
+                          {Trainable::kGraphGpt, Trainable::kProjector, Trainable::kProjectorLora});
   t.batch_size = in.positive("training", "batch_size", t.batch_size);
   t.seq_len = in.positive("training", "seq_len", t.seq_len);
   t.grad_accum_steps = in.positive("training", "grad_accum_steps", t.grad_accum_steps);
@@ -206,6 +208,33 @@ LrSchedulerSection read_lr_scheduler(SectionReader& in) {
   in.one_of_names("lr_scheduler", "name", "cosine", {"cosine"});
   l.warmup_ratio = in.in_range("lr_scheduler", "warmup_ratio", l.warmup_ratio, 0.0, 1.0);
   l.min_lr_ratio = in.in_range("lr_scheduler", "min_lr_ratio", l.min_lr_ratio, 0.0, 1.0);
+  return l;
+}
+
+LoraSection read_lora(SectionReader& in) {
+  ConfigReader& r = in.r;
+  LoraSection l;
+  l.rank = in.at_most("lora", "rank", in.positive("lora", "rank", l.rank), 4096);
+  l.alpha = in.in_range("lora", "alpha", l.alpha, 1e-6, 1e6);
+  std::string joined;
+  for (const auto& t : l.targets) joined += (joined.empty() ? "" : ",") + t;
+  const std::string text = r.get_string("lora", "targets", joined);
+  l.targets.clear();
+  static const std::vector<std::string> known = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string t = text.substr(pos, comma - pos);
+    t.erase(0, t.find_first_not_of(' '));
+    t.erase(t.find_last_not_of(' ') + 1);
+    if (std::find(known.begin(), known.end(), t) == known.end())
+      r.reject("lora", "targets", "'" + t + "' is not one of: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+    if (std::find(l.targets.begin(), l.targets.end(), t) != l.targets.end())
+      r.reject("lora", "targets", "'" + t + "' is named twice");
+    l.targets.push_back(t);
+    pos = comma + 1;
+  }
   return l;
 }
 
@@ -291,6 +320,7 @@ JobConfig read_from(ConfigReader r, const std::string& file,
   c.training = read_training(in, c.model, c.data, train);
   c.optimizer = read_optimizer(in);
   c.lr_scheduler = read_lr_scheduler(in);
+  c.lora = read_lora(in);
   c.eval = read_eval(in, c.job, c.data, c.training);
   c.parallelism = read_parallelism(in);
   // The backend follows the device; a device that auto resolves is the worker's to pair.

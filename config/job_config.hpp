@@ -42,6 +42,9 @@ struct ModelSection {
   // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin,
   // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
   std::string graph_encoder, graph_encoder_prefix, projector;
+  // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
+  // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
+  std::string adapter;
 
   bool bf16() const { return dtype == DType::kBf16; }
 };
@@ -103,6 +106,16 @@ struct OptimizerSection {
 // [lr_scheduler] linear warm-up, then cosine decay to min_lr_ratio * lr
 struct LrSchedulerSection {
   double warmup_ratio = 0.03, min_lr_ratio = 0.0;
+};
+
+// [lora] The adapters [training].trainable = "projector+lora" trains on the frozen LLM: on each
+// target projection W of every decoder layer, W x + (alpha / rank) B A x, with A [rank, in] and
+// B [out, rank] (PEFT's LoRA, dropout 0; model/lora.hpp). targets: a comma-separated list of
+// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+struct LoraSection {
+  int64_t rank = 8;
+  double alpha = 16.0;
+  std::vector<std::string> targets = {"q_proj", "v_proj"};
 };
 
 // [eval] `graphtune eval`: prompts per generation batch, the answer's token budget, decoding,
@@ -171,6 +184,7 @@ struct JobConfig {
   TrainingSection training;
   OptimizerSection optimizer;
   LrSchedulerSection lr_scheduler;
+  LoraSection lora;
   EvalSection eval;
   ParallelismSection parallelism;
   CheckpointSection checkpoint;

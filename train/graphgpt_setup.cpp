@@ -15,6 +15,7 @@
 #include "model/graph_encoder.hpp"
 #include "model/graph_encoder_folder.hpp"
 #include "model/graph_projector.hpp"
+#include "model/peft_adapter.hpp"
 #include "model/special_tokens.hpp"
 #include "train/mixed_precision.hpp"
 #include "train/train_checkpoint.hpp"
@@ -141,6 +142,24 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     rows_file = cfg.model.projector;
   }
 
+  // A LoRA adapter for the LLM, checked against the model's shape before any weight is read.
+  std::optional<PeftAdapter> adapter;
+  if (!cfg.model.adapter.empty()) {
+    adapter = read_peft_adapter(cfg.model.adapter);
+    const auto shapes = LoraAdapters::shapes(adapter->settings, mc);
+    for (const auto& [name, t] : adapter->weights) {
+      auto it = shapes.find(name);
+      if (it == shapes.end() || t.sizes().vec() != it->second)
+        fail(cfg.model.adapter + "/adapter_model.safetensors",
+             "tensor '" + name + "' is not an adapter of " + cfg.model.path + " with these settings (rank " +
+                 std::to_string(adapter->settings.rank) + ")");
+    }
+    if (adapter->weights.size() != shapes.size())
+      fail(cfg.model.adapter + "/adapter_model.safetensors",
+           "holds " + std::to_string(adapter->weights.size()) + " tensors, the adapter's settings give " +
+               std::to_string(shapes.size()) + " for " + cfg.model.path);
+  }
+
   // The LLM: a Hugging Face folder's weights are views of its mapped files, read only when
   // copied, and checked against its config here. The tokens are added first (they set the
   // vocabulary the stages are cut by), then this rank's stage is chosen and only its weights
@@ -178,6 +197,12 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   if (auto e = weights.find("model.embed_tokens.weight"); e != weights.end())
     file_rows = torch::stack({e->second[ids[1]], e->second[ids[2]]}).to(torch::kFloat32);
   llm->load_weights(std::move(weights), cfg.model.path);  // each tensor's pages go back once copied
+  if (adapter) {
+    auto lora = std::make_shared<LoraAdapters>(adapter->settings, loaded.config, stage.first,
+                                               stage.last < 0 ? loaded.config.n_layers : stage.last, device, 0);
+    lora->load(adapter->weights, cfg.model.adapter);
+    llm->set_lora(lora);
+  }
 
   s.model = GraphGpt(llm, encoder, projector, GraphTokenIds{ids[0], ids[1], ids[2]});
   s.model->to(device);  // the encoder, the projector and the token rows: the LLM is there already

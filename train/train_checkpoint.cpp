@@ -149,6 +149,14 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
     m["model.graph_encoder"] = c.model.graph_encoder;
     m["model.graph_encoder_prefix"] = c.model.graph_encoder_prefix;
     m["data.features"] = c.data.features;
+    m["model.adapter"] = c.model.adapter;
+    if (c.training.trainable == Trainable::kProjectorLora) {  // the adapters' shapes and scale
+      std::string targets;
+      for (const auto& t : c.lora.targets) targets += (targets.empty() ? "" : ",") + t;
+      m["lora.rank"] = std::to_string(c.lora.rank);
+      m["lora.alpha"] = number(c.lora.alpha);
+      m["lora.targets"] = targets;
+    }
   }
   return m;
 }

@@ -336,6 +336,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   top["instructions"] = cfg.data.instructions;
   top["model"] = cfg.model.path;
   top["projector"] = s.projector_from;
+  top["adapter"] = cfg.model.adapter;
   top["protocol"] = name_of(cfg.eval.protocol);
   top["template"] = chat_template_name(tmpl);
   top["temperature"] = cfg.eval.temperature;

@@ -5,7 +5,8 @@
 # must agree within rtol 1e-5 (fp32). Stage graph_matching (frozen LLM; projector and token rows
 # trained): dp=2; pp=2 with GPipe and with 1F1B (m=4); tp=2; dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
-# dp=2 x pp=2. Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a
+# dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
+# Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a
 # rank killed mid-step.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
@@ -87,6 +88,17 @@ against_serial l model/model.safetensors LM "dp2 2 --parallelism.dp 2" \
   "pp2_gpipe 2 --parallelism.pp 2 --parallelism.schedule gpipe --parallelism.microbatches 4" \
   "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 2"
+
+# LoRA on the frozen LLM (trainable projector+lora, every target): each stage trains its own
+# layers' adapters, replicated over tp and summed over dp like the projector.
+LORA=("${GRAPH[@]}" --training.trainable projector+lora --lora.rank 4
+      --lora.targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)
+run lo_ref 1 "${LORA[@]}"
+check "projector+lora, one process, writes a PEFT adapter" test -s "$TMP/lo_ref/adapter/adapter_model.safetensors"
+against_serial lo "graph_projector.safetensors adapter/adapter_model.safetensors" LORA "dp2 2 --parallelism.dp 2" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2" \
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...
