@@ -127,8 +127,16 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     steps.push_back(s);
   };
   add_training("stage1", p.stage1, with(common, stage1), s1_dir);
-  add_training("stage2", p.stage2, with(with(common, stage2), {{"model.projector", s1_dir + "/graph_projector.bin"}}),
-               s2_dir);
+  // LoRA adapters a stage trains go on with the model: into stage 2 (trained further there with
+  // projector+lora, else frozen), and into the graph evaluation (not the text-only baseline,
+  // which is the LLM as it was).
+  auto trains_lora = [](const Step& s) { return s.spec.layout.cfg.training.trainable == Trainable::kProjectorLora; };
+  Overrides into_stage2 = {{"model.projector", s1_dir + "/graph_projector.bin"}};
+  if (trains_lora(steps.back())) into_stage2.emplace_back("model.adapter", s1_dir + "/adapter");
+  add_training("stage2", p.stage2, with(with(common, stage2), into_stage2), s2_dir);
+  const std::string adapter = trains_lora(steps.back()) ? s2_dir + "/adapter"
+                              : trains_lora(steps.front()) ? s1_dir + "/adapter"
+                                                           : std::string();
   if (!p.eval_instructions.empty()) {
     for (int text_only = 0; text_only <= (p.eval_text_only ? 1 : 0); ++text_only) {
       Step s;
@@ -142,6 +150,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
                                               {"data.instructions", p.eval_instructions},
                                               {"job.out_dir", s2_dir}});
       if (text_only) set_override(o, "eval.text_only", "true");
+      if (!text_only && !adapter.empty()) set_override(o, "model.adapter", adapter);
       s.spec.layout = resolve_layout(eval_flags, o, ConfigUse::kEval);
       s.spec.resume_command = resume_cmd;
       s.output = "metrics.json";

@@ -105,6 +105,21 @@ expect_fail "an adapter whose tensors are not its config's" "is not an adapter o
   "${EVAL[@]}" --model.adapter "$TMP/wrong_rank" --out "$TMP/x3"
 check "failed runs leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 2>/dev/null"
 
+# graphtune pipeline hands the adapters on: stage 1's into stage 2, the last ones into the graph
+# evaluation, none into the text-only baseline.
+for s in 1 2; do
+  printf '[model]\npath = "%s"\n[data]\ninstructions = "%s"\nmax_len = 1024\n[training]\nstage = "%s"\nsteps = 2\ntrainable = "projector+lora"\n' \
+    "$TMP/base/model" "$TMP/gm.json" "$([ $s = 1 ] && echo graph_matching || echo task)" >"$TMP/stage$s.toml"
+done
+printf '[pipeline]\nstage1 = "stage1.toml"\nstage2 = "stage2.toml"\neval_instructions = "%s"\neval_text_only = true\n' \
+  "$TMP/test.json" >"$TMP/pipe.toml"
+"$GT" pipeline -c "$TMP/pipe.toml" --pipeline.out_dir "$TMP/pipe" --dry-run >"$TMP/dry.out" 2>&1
+check "pipeline: stage 2 trains on from stage 1's adapter" bash -c \
+  "grep 'train --config $TMP/stage2.toml' '$TMP/dry.out' | grep -q -- '--model.adapter $TMP/pipe/stage1/adapter'"
+check "pipeline: the graph evaluation applies stage 2's adapter, the text-only baseline none" bash -c \
+  "grep -- '--out $TMP/pipe/eval ' '$TMP/dry.out' | grep -q -- '--model.adapter $TMP/pipe/stage2/adapter' &&
+   ! grep -- '--out $TMP/pipe/eval_text_only' '$TMP/dry.out' | grep -q -- '--model.adapter'"
+
 # The planner counts the adapters: rank x (in + out) per target and layer, on the stage holding it.
 "$GT" plan -c "$ROOT/configs/graphgpt/stage1.toml" --model.path vicuna-7b --gpus 1x80GB --training.trainable projector \
   >"$TMP/plan_p.txt" 2>&1
