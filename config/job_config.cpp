@@ -139,6 +139,7 @@ DataSection read_data(SectionReader& in) {
   d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "chatml"});
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
+  d.group_by_length = r.get_bool("data", "group_by_length", d.group_by_length);
   if (d.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
   in.at_most("data", "num_workers", d.num_workers, kMaxThreads);
   return d;

@@ -64,6 +64,10 @@ struct DataSection {
   // Drop invalid records (and, in the graph phases and eval, records whose nodes are not in the
   // feature tables) with one line saying how many, instead of stopping at the first.
   bool skip_invalid = false;
+  // The graph phases: records of similar token length share a global batch and its micro-batches,
+  // which are padded to their longest record (Hugging Face's group_by_length; the batch order
+  // stays shuffled by seed and epoch; loader/graph_batches.hpp).
+  bool group_by_length = false;
 };
 
 // [training]

@@ -128,6 +128,17 @@ TEST(Config, DataTemplateIsVicunaOrChatML) {
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
 }
 
+// [data].group_by_length: off unless asked for; only true or false.
+TEST(Config, GroupByLengthIsABool) {
+  EXPECT_FALSE(gt::read_job_config("", {}).data.group_by_length);
+  auto p = write_tmp("group.toml", "[data]\ngroup_by_length = true\n");
+  EXPECT_TRUE(gt::read_job_config(p, {}).data.group_by_length);
+  EXPECT_FALSE(gt::read_job_config(p, {{"data.group_by_length", "false"}}).data.group_by_length);
+  auto bad = write_tmp("group_bad.toml", "[data]\ngroup_by_length = 1\n");
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(bad, {}); });
+  EXPECT_EQ(msg, bad + ": [data].group_by_length: expected true or false, got integer");
+}
+
 // The text entry points (tests/fuzz/config_fuzz.cpp) read as the file ones do, naming `name`.
 TEST(Config, TextReadsAsTheFileDoesNamingTheGivenName) {
   auto c = gt::read_job_config_text("[training]\nsteps = 5\n", "given.toml", {{"training.batch_size", "4"}});

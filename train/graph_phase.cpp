@@ -69,6 +69,7 @@ GraphBatchOptions batch_options(const JobConfig& cfg, const ParallelRuntime& rt)
   bo.num_workers = static_cast<int32_t>(cfg.data.num_workers);
   bo.where = cfg.data.instructions;
   bo.chat_template = chat_template_named(cfg.data.chat_template, cfg.where("data", "template"));
+  bo.group_by_length = cfg.data.group_by_length;
   bo.drop_last = true;
   bo.shards = rt.shape.dp * m;
   bo.first_shard = rt.coord.dp * m;
@@ -150,6 +151,17 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
     std::fprintf(stderr, "graphtune: %s\n", note.c_str());
 }
 
+void report_lengths(const GraphBatchStream& stream) {
+  const std::vector<int64_t>& lengths = stream.lengths();
+  int64_t sum = 0, longest = 0;
+  for (int64_t l : lengths) sum += l, longest = std::max(longest, l);
+  std::fprintf(stderr,
+               "graphtune: batches grouped by length: %zu record lengths estimated in %.2f s (mean %.0f, longest "
+               "%lld tokens)\n",
+               lengths.size(), stream.length_seconds(), static_cast<double>(sum) / static_cast<double>(lengths.size()),
+               static_cast<long long>(longest));
+}
+
 // The outputs are whole tensors: shards come back together on the tp ranks of stage 0 of
 // replica 0 (a collective among them), and world rank 0 writes.
 void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const ParallelRuntime& rt, const JobConfig& cfg,
@@ -205,7 +217,10 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   const int64_t chunks = cfg.training.grad_accum_steps, m = cfg.parallelism.microbatches;
   bo.first_element = first_step * chunks * m;
   GraphBatchStream stream(records, s.features, *s.tokenizer, bo);
-  if (rt.reports()) report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
+  if (rt.reports()) {
+    report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
+    if (bo.group_by_length) report_lengths(stream);
+  }
   report_layout(rt, cfg.parallelism);
 
   std::vector<GraphGptBatch> held;  // this rank's micro-batches of the current step

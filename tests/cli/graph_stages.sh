@@ -21,6 +21,13 @@ check "stage 1 logs steps with the data wait" grep -q 'data wait' "$TMP/s1.err"
 for f in graph_projector.bin graph_projector.safetensors graph_tokens.safetensors graph_encoder.safetensors; do
   check "stage 1 wrote $f" test -s "$TMP/s1/$f"
 done
+# Length-grouped batches (node classification's records differ in length; stage 1's here are all
+# cut at max_len): the lengths are estimated once, and the run says what that cost.
+"$GT" train --config "$CFG" "${STAGE[@]}" --training.stage graph_matching --data.instructions "$TMP/nc.json" \
+  --data.group_by_length true --training.steps 2 --job.out_dir "$TMP/s1grouped" >/dev/null 2>"$TMP/s1grouped.err"
+check "stage 1 with grouped batches exits 0" test $? -eq 0
+check "stage 1 with grouped batches says so" \
+  grep -q 'batches grouped by length: 24 record lengths estimated in [0-9.]* s' "$TMP/s1grouped.err"
 "$GT" train --config "$CFG" "${STAGE[@]}" --training.stage task --data.instructions "$TMP/nc.json" \
   --model.projector "$TMP/s1/graph_projector.bin" --model.graph_encoder "$TMP/s1/graph_encoder.safetensors" \
   --job.out_dir "$TMP/s2" >/dev/null 2>"$TMP/s2.err"
