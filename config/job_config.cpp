@@ -1,6 +1,7 @@
 #include "config/job_config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 
@@ -117,6 +118,12 @@ ModelSection read_model(SectionReader& in) {
   m.graph_encoder = r.get_string("model", "graph_encoder", m.graph_encoder);
   m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
   m.projector = r.get_string("model", "projector", m.projector);
+  m.encoder_dropout = r.get_float("model", "encoder_dropout", m.encoder_dropout);
+  if (!(m.encoder_dropout >= 0.0 && m.encoder_dropout < 1.0)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", m.encoder_dropout);
+    r.reject("model", "encoder_dropout", std::string("must be in [0, 1) (0 = no dropout), got ") + got);
+  }
   if (m.dim % m.n_heads) r.reject("model", "n_heads", "must divide dim (" + std::to_string(m.dim) + ")");
   if (m.n_heads % m.n_kv_heads)
     r.reject("model", "n_kv_heads", "must divide n_heads (" + std::to_string(m.n_heads) + ")");

@@ -42,6 +42,11 @@ struct ModelSection {
   // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin,
   // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
   std::string graph_encoder, graph_encoder_prefix, projector;
+  // The graph phases: the dropout probability of the frozen encoder while training (after its
+  // input projection; 0 = none, the encoder then runs in eval mode). GraphGPT's reference trains
+  // with 0.1 active (HF Trainer's model.train() reaches the frozen tower). Masks are drawn per
+  // graph from [training].seed, the global batch and the record, so every layout draws the same.
+  double encoder_dropout = 0.0;
 
   bool bf16() const { return dtype == DType::kBf16; }
 };

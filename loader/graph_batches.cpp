@@ -368,12 +368,35 @@ std::vector<int64_t> GraphBatchStream::element_indices(int64_t e) const {
   return std::vector<int64_t>(all.begin() + s * part, all.begin() + (s + 1) * part);
 }
 
+uint64_t graph_dropout_seed(uint64_t seed, int64_t batch, int64_t record, int64_t graph) {
+  // SplitMix64's finaliser over each part in turn, so that nearby keys give unrelated seeds.
+  auto mix = [](uint64_t h, uint64_t v) {
+    uint64_t z = h ^ (v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2));
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = mix(0x6A09E667F3BCC909ULL, seed);
+  for (int64_t v : {batch, record, graph}) h = mix(h, static_cast<uint64_t>(v));
+  return h;
+}
+
 GraphGptBatch GraphBatchStream::build(int64_t e) const {
   std::vector<GraphExample> examples;
-  for (int64_t i : element_indices(e))
+  const std::vector<int64_t> indices = element_indices(e);
+  for (int64_t i : indices)
     examples.push_back(make_example((*records_)[static_cast<size_t>(i)], features_, tokenizer_,
                                     options_.max_len, options_.where, options_.chat_template));
   GraphGptBatch batch = collate(examples, pad_id_);
+  // Keyed by what a graph is in the run (global batch, record, its place in the record), not by
+  // where it is built, so that every layout draws the same dropout masks.
+  const int64_t global_batch = e / options_.shards_here;
+  int64_t nth = 0;
+  for (size_t k = 0; k < batch.graphs.size(); ++k) {
+    GraphInput& g = batch.graphs[k];
+    nth = k > 0 && batch.graphs[k - 1].row == g.row ? nth + 1 : 0;
+    g.dropout_seed = graph_dropout_seed(options_.seed, global_batch, indices[static_cast<size_t>(g.row)], nth);
+  }
   if (!options_.pin_memory) return batch;
   // Pinned here, in the worker that built it: the step's copy to the GPU then waits for nothing.
   batch.input_ids = pinned(batch.input_ids);

@@ -63,7 +63,7 @@ GraphGptBatch collate(const std::vector<GraphExample>& examples, int32_t pad_id)
 struct GraphBatchOptions {
   int64_t max_len = 2048;    // GraphGPT's model_max_length
   int64_t batch_size = 1;    // examples per batch; an epoch's last batch may be smaller
-  uint64_t seed = 42;        // epoch shuffles
+  uint64_t seed = 42;        // epoch shuffles, and each graph's dropout seed (graph_dropout_seed)
   int32_t num_workers = 0;   // 0: batches are built in the caller's thread, inside next()
   int64_t queue_capacity = 0;  // batches ready or being built ahead (0: 2 * num_workers)
   std::string where = "instructions";  // names the records in messages (the file)
@@ -155,6 +155,10 @@ class GraphBatchStream {
 
 // The permutation of [0, n) that epoch `epoch` visits with `seed` (Fisher-Yates on gt::Rng).
 std::vector<int64_t> epoch_permutation(int64_t n, uint64_t seed, int64_t epoch);
+
+// The dropout seed of graph `graph` (its place in the record) of record `record` in global batch
+// `batch` of a stream with `seed`: what the stream puts in each GraphInput it builds.
+uint64_t graph_dropout_seed(uint64_t seed, int64_t batch, int64_t record, int64_t graph);
 
 // How many ids make_example gives a record (at most max_len), estimated for grouping records by
 // length without tokenising every conversation: the text as the template renders it, each graph

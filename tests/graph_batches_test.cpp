@@ -584,6 +584,53 @@ TEST(GraphBatches, GroupingCutsPadding) {
   EXPECT_GT(off, 4 * on) << "grouped: " << on << ", shuffled: " << off;
 }
 
+// Each graph's dropout seed is a function of the run's seed, the global batch, the record and the
+// graph's place in it: the same whichever part of the batch builds it, and another every epoch.
+TEST(GraphBatches, DropoutSeedsFollowTheGraphNotTheLayout) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto v = std::make_shared<std::vector<gt::InstructionRecord>>();
+  for (int i = 0; i < 12; ++i) v->push_back(toy_record(i, i % 3 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3}));
+  gt::GraphBatchOptions o;
+  o.batch_size = 4;
+  o.seed = 21;
+  o.drop_last = true;
+  // (record id, its graph's place in it) -> the seeds that graph got, one per epoch.
+  using Seeds = std::map<std::pair<std::string, int64_t>, std::set<uint64_t>>;
+  auto seeds_of = [&](gt::GraphBatchOptions w, int64_t elements, Seeds& out) {
+    gt::GraphBatchStream s(v, table, *tok, w);
+    for (int64_t e = 0; e < elements; ++e) {
+      const auto b = s.next();
+      int64_t nth = 0;
+      for (size_t k = 0; k < b.graphs.size(); ++k) {
+        nth = k > 0 && b.graphs[k - 1].row == b.graphs[k].row ? nth + 1 : 0;
+        ASSERT_TRUE(b.graphs[k].dropout_seed.has_value());
+        out[{b.ids[static_cast<size_t>(b.graphs[k].row)], nth}].insert(*b.graphs[k].dropout_seed);
+      }
+    }
+  };
+  Seeds whole;
+  seeds_of(o, 6, whole);  // two epochs of 3 batches
+  std::set<uint64_t> distinct;
+  for (const auto& [key, seeds] : whole) {
+    EXPECT_EQ(seeds.size(), 2u) << key.first << ": not another mask in the second epoch";
+    distinct.insert(seeds.begin(), seeds.end());
+  }
+  EXPECT_EQ(distinct.size(), 2 * whole.size());
+  Seeds joined;
+  for (int64_t part = 0; part < 4; ++part) {
+    gt::GraphBatchOptions p = o;
+    p.shards = 4;
+    p.first_shard = part;
+    seeds_of(p, 6, joined);
+  }
+  EXPECT_EQ(joined, whole);
+  Seeds reseeded;
+  o.seed = 22;
+  seeds_of(o, 6, reseeded);
+  for (const auto& [key, seeds] : reseeded) EXPECT_NE(seeds, whole[key]) << key.first;
+}
+
 TEST(GraphBatches, BadRecordSurfacesAsInputErrorFromNext) {
   auto tok = graph_tokenizer(gt::byte_tokenizer());
   auto table = toy_table();

@@ -147,6 +147,9 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
                cfg.model.path.c_str(), static_cast<long long>(trainable), name_of(cfg.training.trainable));
   // Frozen LLM and encoder are bf16 already (build_graphgpt); the projector and rows stay fp32.
   std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.model.dtype, frozen_bytes(*model)).c_str());
+  if (cfg.model.encoder_dropout > 0)
+    std::fprintf(stderr, "graphtune: the frozen graph encoder trains with dropout %g, its masks seeded per graph\n",
+                 cfg.model.encoder_dropout);
   if (const std::string note = graphgpt_keys_note(model->llm->config(), cfg.model.path); !note.empty())
     std::fprintf(stderr, "graphtune: %s\n", note.c_str());
 }
@@ -207,7 +210,10 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   bo.pin_memory = device.is_cuda();
   const int64_t steps = total_steps(cfg, static_cast<int64_t>(records->size()), bo);
   model->train();
-  model->encoder->eval();  // frozen: no dropout
+  // Frozen and without gradient either way; in training mode only for its dropout, whose masks
+  // come from each graph's dropout_seed (the batch stream sets them).
+  model->encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
+  model->encoder->train(cfg.model.encoder_dropout > 0);
   GraphTrainables trained = graph_trainables(model, cfg, rt);
 
   TrainCheckpoint checkpoint(rt, cfg, steps, checkpointed_tensors(model, rt, cfg, trained.tp_projector.get()), fingerprint);
