@@ -1,6 +1,7 @@
 #include "config/job_config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 
@@ -118,6 +119,12 @@ ModelSection read_model(SectionReader& in) {
   m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
   m.projector = r.get_string("model", "projector", m.projector);
   m.adapter = r.get_string("model", "adapter", m.adapter);
+  m.encoder_dropout = r.get_float("model", "encoder_dropout", m.encoder_dropout);
+  if (!(m.encoder_dropout >= 0.0 && m.encoder_dropout < 1.0)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", m.encoder_dropout);
+    r.reject("model", "encoder_dropout", std::string("must be in [0, 1) (0 = no dropout), got ") + got);
+  }
   if (m.dim % m.n_heads) r.reject("model", "n_heads", "must divide dim (" + std::to_string(m.dim) + ")");
   if (m.n_heads % m.n_kv_heads)
     r.reject("model", "n_kv_heads", "must divide n_heads (" + std::to_string(m.n_heads) + ")");
@@ -140,6 +147,7 @@ DataSection read_data(SectionReader& in) {
   d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "graphchat_v1", "chatml"});
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
+  d.group_by_length = r.get_bool("data", "group_by_length", d.group_by_length);
   if (d.num_workers < 0) r.reject("data", "num_workers", "must be >= 0 (0 = prepare batches in the training thread)");
   in.at_most("data", "num_workers", d.num_workers, kMaxThreads);
   return d;

@@ -45,6 +45,11 @@ struct ModelSection {
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;
+  // The graph phases: the dropout probability of the frozen encoder while training (after its
+  // input projection; 0 = none, the encoder then runs in eval mode). GraphGPT's reference trains
+  // with 0.1 active (HF Trainer's model.train() reaches the frozen tower). Masks are drawn per
+  // graph from [training].seed, the global batch and the record, so every layout draws the same.
+  double encoder_dropout = 0.0;
 
   bool bf16() const { return dtype == DType::kBf16; }
 };
@@ -68,6 +73,10 @@ struct DataSection {
   // Drop invalid records (and, in the graph phases and eval, records whose nodes are not in the
   // feature tables) with one line saying how many, instead of stopping at the first.
   bool skip_invalid = false;
+  // The graph phases: records of similar token length share a global batch and its micro-batches,
+  // which are padded to their longest record (Hugging Face's group_by_length; the batch order
+  // stays shuffled by seed and epoch; loader/graph_batches.hpp).
+  bool group_by_length = false;
 };
 
 // [training]

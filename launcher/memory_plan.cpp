@@ -210,6 +210,14 @@ void check_plan_job(const PlanJob& job) {
     fail("plan", "--seq, --micro-batch and --microbatches must be positive");
 }
 
+PlanJob job_at(const PlanJob& job, const Layout& layout) {
+  if (job.global_batch < 1) return job;
+  PlanJob j = job;
+  j.microbatches = std::max<int64_t>(job.microbatches, min_microbatches(job.schedule, layout.pp));
+  j.micro_batch = std::max<int64_t>(1, job.global_batch / (layout.dp * j.microbatches));
+  return j;
+}
+
 std::vector<Layout> layouts_for(int n, const PlanJob& job) {
   std::vector<Layout> out;
   const bool tp_ok = is_graph_phase(job.stage);
@@ -217,7 +225,9 @@ std::vector<Layout> layouts_for(int n, const PlanJob& job) {
     if (n % tp || (tp > 1 && !tp_ok)) continue;
     for (int pp = 1; pp <= n / tp; ++pp) {
       if ((n / tp) % pp || pp > job.model.n_layers) continue;
-      out.push_back({n / tp / pp, pp, tp});
+      const Layout l{n / tp / pp, pp, tp};
+      if (job.global_batch > 0 && job.global_batch % (l.dp * job_at(job, l).microbatches)) continue;
+      out.push_back(l);
     }
   }
   return out;
@@ -227,7 +237,8 @@ double safety_margin_bytes(const Devices& devices) { return devices.cpu ? 0.0 : 
 
 double cpu_baseline_bytes(int ranks) { return (ranks > 1 ? kCpuBaselineMpiMiB : kCpuBaselineOneMiB) * kMiB; }
 
-LayoutPlan plan_layout(const PlanJob& job, const Devices& devices, const Layout& layout) {
+LayoutPlan plan_layout(const PlanJob& asked, const Devices& devices, const Layout& layout) {
+  const PlanJob job = job_at(asked, layout);
   check_plan_job(job);
   const ModelShape& m = job.model;
   const int64_t V = vocab_of(job), D = m.dim;
@@ -388,6 +399,7 @@ std::vector<Suggestion> suggestions(const PlanJob& job, const Devices& devices) 
   if (job.micro_batch > 1) {
     PlanJob j = job;
     j.micro_batch = 1;
+    j.global_batch = 0;  // the rest of the batch in accumulation steps
     best_of(j, "micro-batch 1 with gradient accumulation x" + std::to_string(job.micro_batch) +
                    " (--training.grad_accum_steps)");
   }
@@ -421,6 +433,7 @@ std::vector<Suggestion> suggestions(const PlanJob& job, const Devices& devices) 
   {
     PlanJob j = job;
     j.micro_batch = 1;
+    j.global_batch = 0;
     j.checkpointing = true;
     j.bf16 = true;
     best_of(j, "all of: micro-batch 1, activation checkpointing, bf16");

@@ -46,6 +46,10 @@ struct PlanJob {
   int64_t seq = 2048;        // tokens per sequence (graph phases: [data].max_len)
   int64_t micro_batch = 1;   // sequences per micro-batch on one rank
   int64_t microbatches = 1;  // pipeline micro-batches per step (rank's batch = micro_batch x this)
+  // A job config's [training].batch_size, the global batch every layout splits: a layout's
+  // micro_batch is then global_batch / (dp x its micro-batches), and a layout whose dp x
+  // micro-batches do not divide it is none the worker would run. 0: micro_batch as given.
+  int64_t global_batch = 0;
   bool bf16 = true;
   bool checkpointing = false;
   Trainable trainable = Trainable::kGraphGpt;  // graph phases: the projector + 2 rows, or the projector
@@ -69,6 +73,9 @@ struct Layout {
 // Every dp x pp x tp = n: tp > 1 only for graph phases (it splits the projector alone), pp at
 // most n_layers.
 std::vector<Layout> layouts_for(int n, const PlanJob& job);
+// The job as `layout` runs it: with a global batch, its micro-batches (at least the schedule's
+// minimum) and the micro-batch each rank computes; otherwise the job itself.
+PlanJob job_at(const PlanJob& job, const Layout& layout);
 
 // One pipeline stage's rank: bytes of each term.
 struct RankMemory {

@@ -49,6 +49,8 @@ PlanJob job_from_config(const JobConfig& cfg, Layout& layout) {
   // batch, its stages fit the model's layers).
   check_parallel_layout(cfg, layout.dp * layout.pp * layout.tp, static_cast<int>(job.model.n_layers));
   job.micro_batch = cfg.training.batch_size / (cfg.parallelism.dp * cfg.parallelism.microbatches);
+  // The global batch: the other layouts split it their own way.
+  job.global_batch = cfg.training.batch_size;
   job.bf16 = cfg.model.bf16();
   job.checkpointing = cfg.training.activation_checkpointing;
   job.trainable = cfg.training.trainable;
@@ -65,7 +67,13 @@ std::string mib(double bytes) {
 
 void print_layout(const LayoutPlan& p, const PlanJob& job, const Devices& d, bool mark) {
   auto size = [&](double b) { return d.cpu ? mib(b) : gib(b); };
-  std::printf("%slayout dp %d pp %d tp %d:", mark ? "* " : "  ", p.layout.dp, p.layout.pp, p.layout.tp);
+  std::printf("%slayout dp %d pp %d tp %d", mark ? "* " : "  ", p.layout.dp, p.layout.pp, p.layout.tp);
+  if (job.global_batch > 0) {
+    const PlanJob at = job_at(job, p.layout);
+    std::printf(" (per rank: %lld micro-batch%s of %lld)", static_cast<long long>(at.microbatches),
+                at.microbatches == 1 ? "" : "es", static_cast<long long>(at.micro_batch));
+  }
+  std::printf(":");
   const double keep = safety_margin_bytes(d);
   if (d.cpu) std::printf(" peak %s per rank\n", size(p.peak).c_str());
   else if (p.fits) std::printf(" fits, %s free on the fullest GPU\n", size(p.margin).c_str());
@@ -87,7 +95,6 @@ void print_layout(const LayoutPlan& p, const PlanJob& job, const Devices& d, boo
     else std::printf(" | host RAM at load %s", size(r.host_ram).c_str());
     std::printf(" | total %s\n", size(r.total).c_str());
   }
-  (void)job;
 }
 
 int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
@@ -137,10 +144,13 @@ int run_plan(const PlanOptions& o, const std::vector<std::string>& extra) {
               static_cast<long long>(job.model.n_heads), static_cast<long long>(job.model.n_kv_heads),
               static_cast<long long>(job.model.hidden_dim), static_cast<long long>(job.model.vocab_size),
               job.model.tied ? ", tied" : "");
-  std::printf("  stage %s, %lld tokens x micro-batch %lld per rank, %lld pipeline micro-batches (%s), %s, activation "
-              "checkpointing %s, on %d %s\n",
-              name_of(job.stage), static_cast<long long>(job.seq), static_cast<long long>(job.micro_batch),
-              static_cast<long long>(job.microbatches), name_of(job.schedule), job.bf16 ? "bf16" : "fp32",
+  const std::string batch =
+      job.global_batch > 0
+          ? "global batch " + std::to_string(job.global_batch) + " split per layout below"
+          : "micro-batch " + std::to_string(job.micro_batch) + " per rank, " + std::to_string(job.microbatches) +
+                " pipeline micro-batches";
+  std::printf("  stage %s, %lld tokens x %s (%s), %s, activation checkpointing %s, on %d %s\n", name_of(job.stage),
+              static_cast<long long>(job.seq), batch.c_str(), name_of(job.schedule), job.bf16 ? "bf16" : "fp32",
               job.checkpointing ? "on" : "off", d.count,
               d.cpu ? "CPU ranks" : ("GPUs of " + gib(d.bytes_each)).c_str());
 

@@ -3,11 +3,13 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "model/graph_projector.hpp"
+#include "model/host_to_device.hpp"
 #include "model/named_weights.hpp"
 #include "weights/safetensors.hpp"
 #include "weights/torch_file.hpp"
@@ -130,7 +132,17 @@ torch::Tensor checked_edge_index(const torch::Tensor& edge_index, int64_t n_node
   return ei;
 }
 
-torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked) {
+void GraphEncoderImpl::set_dropout(double p, const std::string& where) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", p);
+    fail(where, std::string("must be in [0, 1), got ") + got);
+  }
+  cfg_.dropout = p;
+}
+
+torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
+                                        std::optional<uint64_t> dropout_seed) {
   const std::string where = "graph encoder input";
   if (!x_in.defined() || x_in.dim() != 2) {
     std::ostringstream ss;
@@ -152,7 +164,16 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
   auto x = x_in.to(w_p_w_.device(), w_p_w_.scalar_type());
   auto z = torch::linear(x, w_p_w_, w_p_b_);
   if (cfg_.if_pos) z = z + w_pos_;
-  z = torch::dropout(z, cfg_.dropout, is_training());
+  if (is_training() && cfg_.dropout > 0 && dropout_seed) {
+    // Drawn on the CPU, where uniform_ is serial: the mask depends on the seed alone. Copied to
+    // a GPU from pinned memory, so the host does not wait for the device.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
+    auto keep = torch::empty({N, D}, torch::kFloat32).uniform_(0.0, 1.0, gen).ge(cfg_.dropout);
+    auto scale = keep.to(torch::kFloat32).div_(1.0 - cfg_.dropout);
+    z = z * host_to_device(scale, z.device()).to(z.scalar_type());
+  } else {
+    z = torch::dropout(z, cfg_.dropout, is_training());
+  }
   for (int64_t i = 0; i < cfg_.gt_layers; ++i) {
     auto row_z = z.index_select(0, rows), col_z = z.index_select(0, cols);
     auto q = torch::matmul(row_z, q_[i]).view({E, H, dh});

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,8 +54,16 @@ class GraphEncoderImpl : public torch::nn::Module {
   // Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
   // widths), a malformed edge_index, or an index outside [0, N). `edges_checked`: the indices
   // were range-checked already (checked_edge_index on the host), so a device-resident edge_index
-  // is not read back to check it again.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index, bool edges_checked = false);
+  // is not read back to check it again. In training mode the dropout after W_P keeps each value
+  // with probability 1 - dropout; with `dropout_seed` its mask is drawn from a CPU generator of
+  // that seed (the same mask on every device, rank and thread count), else from libtorch's
+  // global generator.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index, bool edges_checked = false,
+                        std::optional<uint64_t> dropout_seed = std::nullopt);
+
+  // The dropout probability training mode applies ([model].encoder_dropout in the graph phases);
+  // outside [0, 1) is an InputError naming `where`.
+  void set_dropout(double p, const std::string& where = "graph encoder dropout");
 
   // Fresh weights as GraphGPT initialises them (xavier-uniform attention matrices, W_pos
   // uniform(-0.02, 0.02), Linear layers PyTorch-default, norms at 1/0); deterministic in seed.

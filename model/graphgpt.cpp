@@ -68,7 +68,7 @@ torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
     {
       // The encoder is frozen and runs without gradient, as in the reference.
       torch::NoGradGuard ng;
-      nodes = encoder->forward(g.x, g.edge_index, batch.checked);
+      nodes = encoder->forward(g.x, g.edge_index, batch.checked, g.dropout_seed);
     }
     auto tokens = projection_ ? projection_(nodes) : projector->forward(nodes);
     slots.push_back({g.row, g.start, tokens.to(x.scalar_type())});

@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct GraphInput {
   int64_t start = 0;         // position of its first <g_patch>
   torch::Tensor x;           // [N, gnn_input] float32 node features, node 0 = the centre
   torch::Tensor edge_index;  // [2, E] int64, local positions into the N nodes
+  // What the encoder's dropout mask is drawn from when it trains with dropout: set by the batch
+  // stream from the run's seed, the global batch and the record, so every layout draws the
+  // masks one process draws (loader/graph_batches.hpp).
+  std::optional<uint64_t> dropout_seed;
 };
 
 // A right-padded batch. labels are -100 where no loss is taken (padding included).

@@ -128,6 +128,33 @@ TEST(Config, DataTemplateIsVicunaOrChatML) {
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
 }
 
+// [data].group_by_length: off unless asked for; only true or false.
+TEST(Config, GroupByLengthIsABool) {
+  EXPECT_FALSE(gt::read_job_config("", {}).data.group_by_length);
+  auto p = write_tmp("group.toml", "[data]\ngroup_by_length = true\n");
+  EXPECT_TRUE(gt::read_job_config(p, {}).data.group_by_length);
+  EXPECT_FALSE(gt::read_job_config(p, {{"data.group_by_length", "false"}}).data.group_by_length);
+  auto bad = write_tmp("group_bad.toml", "[data]\ngroup_by_length = 1\n");
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(bad, {}); });
+  EXPECT_EQ(msg, bad + ": [data].group_by_length: expected true or false, got integer");
+}
+
+// [model].encoder_dropout: 0 unless set; a probability in [0, 1), refused in one line otherwise.
+TEST(Config, EncoderDropoutIsAProbabilityBelowOne) {
+  EXPECT_EQ(gt::read_job_config("", {}).model.encoder_dropout, 0.0);
+  auto p = write_tmp("dropout.toml", "[model]\nencoder_dropout = 0.1\n");
+  EXPECT_DOUBLE_EQ(gt::read_job_config(p, {}).model.encoder_dropout, 0.1);
+  EXPECT_EQ(gt::read_job_config(p, {{"model.encoder_dropout", "0"}}).model.encoder_dropout, 0.0);
+  for (const char* bad : {"1.5", "1", "-0.1", "nan"}) {
+    auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"model.encoder_dropout", bad}}); });
+    EXPECT_EQ(msg.rfind("command line --model.encoder_dropout: must be in [0, 1) (0 = no dropout), got ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  auto text = write_tmp("dropout_bad.toml", "[model]\nencoder_dropout = \"high\"\n");
+  EXPECT_EQ(gt::test::input_error_of([&] { gt::read_job_config(text, {}); }),
+            text + ": [model].encoder_dropout: expected a number, got string");
+}
+
 // The text entry points (tests/fuzz/config_fuzz.cpp) read as the file ones do, naming `name`.
 TEST(Config, TextReadsAsTheFileDoesNamingTheGivenName) {
   auto c = gt::read_job_config_text("[training]\nsteps = 5\n", "given.toml", {{"training.batch_size", "4"}});

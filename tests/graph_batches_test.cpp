@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/rng.hpp"
+#include "data/chat_template.hpp"
 #include "data/conversation.hpp"
 #include "data/instruction_builder.hpp"
 #include "data/instructions.hpp"
@@ -351,6 +354,281 @@ TEST(GraphBatches, SameBatchesWhateverTheNumberOfWorkers) {
     for (size_t i = 0; i < a.size(); ++i)
       ASSERT_TRUE(a[i].sizes() == b[i].sizes() && torch::equal(a[i], b[i])) << w << " workers, tensor " << i;
   }
+}
+
+// Records whose answers run from 300 to 2,000 bytes (a byte per token with the byte tokenizer),
+// spread evenly by a fixed stride: the shape of GraphGPT's stage 1, a few hundred tokens to 2,048.
+std::shared_ptr<const std::vector<gt::InstructionRecord>> spread_records(int n) {
+  auto v = std::make_shared<std::vector<gt::InstructionRecord>>();
+  for (int i = 0; i < n; ++i) {
+    gt::InstructionRecord r = toy_record(i, {static_cast<int64_t>(1 + i % 4)});
+    r.conversations[1].value = "answer " + std::string(static_cast<size_t>(300 + (i * 769) % 1700), 'z');
+    v->push_back(r);
+  }
+  return v;
+}
+
+// Padding over every part of one epoch, read off the built batches.
+double padding_fraction(gt::GraphBatchStream& s) {
+  int64_t computed = 0, real = 0;
+  for (int64_t e = 0; e < s.steps_per_epoch() * s.options().shards_here; ++e) {
+    auto b = s.next();
+    computed += b.attention_mask.numel();
+    real += b.num_tokens();
+  }
+  return 1.0 - static_cast<double>(real) / static_cast<double>(computed);
+}
+
+TEST(GraphBatches, LengthEstimateIsWhatMakeExampleGives) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  tok->add_special_tokens({gt::kImStart, gt::kImEnd});
+  auto table = toy_table();
+  auto recs = spread_records(20);
+  std::vector<gt::InstructionRecord> all(recs->begin(), recs->end());
+  all.push_back(toy_record(3, {4, 2}));  // two graphs
+  gt::InstructionRecord spaced = toy_record(5, {2});
+  spaced.conversations[0].value = "Two  spaces,\ta tab\nand a line: <graph> ok?";
+  spaced.conversations[1].value = "yes\n\n";
+  all.push_back(spaced);
+  for (const gt::ChatTemplate& tmpl : {gt::ChatTemplate::vicuna_v1_1(), gt::ChatTemplate::chatml()}) {
+    gt::LengthEstimator estimate(*tok, 4096, tmpl);
+    for (const auto& r : all) {
+      const auto ex = gt::make_example(r, table, *tok, 4096, "toy.json", tmpl);
+      EXPECT_EQ(estimate(r), static_cast<int64_t>(ex.tokens.input_ids.size())) << r.id << " " << gt::chat_template_name(tmpl);
+    }
+    // Capped at max_len, as make_example cuts.
+    gt::LengthEstimator capped(*tok, 100, tmpl);
+    EXPECT_EQ(capped(all[0]), 100);
+  }
+  // A record that does not render counts as max_len.
+  gt::InstructionRecord bad = toy_record(1);
+  bad.conversations[0].from = "gpt";
+  gt::LengthEstimator estimate(*tok, 777);
+  EXPECT_EQ(estimate(bad), 777);
+}
+
+// The real LLaMA tokenizer, where a word's pieces depend on the space before it.
+TEST(GraphBatches, LengthEstimateWithTheLlamaTokenizer) {
+  GT_REQUIRE_ASSETS(assets);
+  auto tok = graph_tokenizer(gt::load_tokenizer(assets + "/llm/tokenizer.model"));
+  gt::SyntheticGraphParams p;
+  p.nodes = 300;
+  p.seed = 4;
+  const gt::TextGraph g = gt::make_synthetic_graph(p);
+  const gt::FeatureTable table = gt::feature_table_from_graph(g);
+  for (auto task : {gt::InstructionTask::kGraphMatching, gt::InstructionTask::kNodeClassification,
+                    gt::InstructionTask::kLinkPrediction}) {
+    gt::InstructionBuildOptions o;
+    o.task = task;
+    o.max_records = 20;
+    const auto recs = gt::records_of(gt::build_instructions(g, o));
+    gt::LengthEstimator estimate(*tok, 1 << 20);
+    for (const auto& r : recs)
+      EXPECT_EQ(estimate(r), static_cast<int64_t>(gt::make_example(r, table, *tok, 1 << 20, "built").tokens.input_ids.size()))
+          << r.id;
+  }
+}
+
+TEST(GraphBatches, LengthGroupedOrder) {
+  std::vector<int64_t> lengths;
+  gt::Rng rng(3);
+  for (int i = 0; i < 203; ++i) lengths.push_back(100 + rng.below(1900));
+  const int64_t bs = 8, batches = 203 / bs;
+  for (int64_t epoch : {0, 1}) {
+    const auto order = gt::length_grouped_order(lengths, bs, 9, epoch);
+    EXPECT_EQ(order, gt::length_grouped_order(lengths, bs, 9, epoch)) << "deterministic";
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < 203; ++i) ASSERT_EQ(sorted[static_cast<size_t>(i)], i) << "a permutation";
+    // The remainder is the permutation's tail, in its order: the short last batch drop_last skips.
+    const auto perm = gt::epoch_permutation(203, 9, epoch);
+    EXPECT_TRUE(std::equal(order.begin() + batches * bs, order.end(), perm.begin() + batches * bs));
+    // Each batch longest first; the batch holding the longest record leads.
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t i = 1; i < bs; ++i)
+        EXPECT_GE(lengths[order[b * bs + i - 1]], lengths[order[b * bs + i]]) << "batch " << b;
+    int64_t longest = 0;
+    for (int64_t i = 0; i < batches * bs; ++i) longest = std::max(longest, lengths[order[i]]);
+    EXPECT_EQ(lengths[order[0]], longest);
+  }
+  EXPECT_NE(gt::length_grouped_order(lengths, bs, 9, 0), gt::length_grouped_order(lengths, bs, 9, 1));
+  EXPECT_NE(gt::length_grouped_order(lengths, bs, 9, 0), gt::length_grouped_order(lengths, bs, 10, 0));
+  // Which records meet in a batch changes with the epoch too, not only the batches' order.
+  auto batch_sets = [&](int64_t epoch) {
+    const auto order = gt::length_grouped_order(lengths, bs, 9, epoch);
+    std::set<std::set<int64_t>> sets;
+    for (int64_t b = 0; b < batches; ++b) sets.insert(std::set<int64_t>(order.begin() + b * bs, order.begin() + (b + 1) * bs));
+    return sets;
+  };
+  EXPECT_NE(batch_sets(0), batch_sets(1));
+  EXPECT_EQ(gt::megabatch_batches(3), 1);
+  EXPECT_EQ(gt::megabatch_batches(100), 25);
+  EXPECT_EQ(gt::megabatch_batches(22899), 50);  // GraphGPT's stage 1 at batch 8
+}
+
+TEST(GraphBatches, GroupedStreamCoversEachEpochOnce) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto recs = spread_records(50);
+  for (bool drop_last : {false, true}) {
+    gt::GraphBatchOptions o;
+    o.batch_size = 4;
+    o.seed = 7;
+    o.group_by_length = true;
+    o.drop_last = drop_last;
+    gt::GraphBatchStream s(recs, table, *tok, o);
+    ASSERT_EQ(s.lengths().size(), 50u);
+    EXPECT_EQ(s.steps_per_epoch(), drop_last ? 12 : 13);
+    std::vector<std::vector<std::string>> epochs(3);
+    for (int e = 0; e < 3; ++e) {
+      for (int64_t k = 0; k < s.steps_per_epoch(); ++k) {
+        auto b = s.next();
+        EXPECT_EQ(b.input_ids.size(0), !drop_last && k == 12 ? 2 : 4);
+        epochs[e].insert(epochs[e].end(), b.ids.begin(), b.ids.end());
+      }
+      const std::set<std::string> once(epochs[e].begin(), epochs[e].end());
+      EXPECT_EQ(once.size(), epochs[e].size()) << "a record twice in epoch " << e;
+      EXPECT_EQ(once.size(), drop_last ? 48u : 50u);
+    }
+    EXPECT_NE(epochs[0], epochs[1]);
+    EXPECT_NE(epochs[1], epochs[2]);
+  }
+}
+
+// The same global batches whatever the number of workers, and parts that join into them.
+TEST(GraphBatches, GroupedBatchesWhateverTheWorkersAndShards) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto recs = spread_records(70);
+  gt::GraphBatchOptions o;
+  o.batch_size = 8;
+  o.seed = 3;
+  o.drop_last = true;
+  o.group_by_length = true;
+  auto run = [&](int32_t workers) {
+    gt::GraphBatchOptions w = o;
+    w.num_workers = workers;
+    gt::GraphBatchStream s(recs, table, *tok, w);
+    std::vector<torch::Tensor> out;
+    for (int64_t k = 0; k < 2 * s.steps_per_epoch(); ++k) out.push_back(s.next().input_ids);
+    return out;
+  };
+  const auto a = run(0);
+  for (int32_t w : {1, 3}) {
+    const auto b = run(w);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(torch::equal(a[i], b[i])) << w << " workers, batch " << i;
+  }
+  gt::GraphBatchStream whole(recs, table, *tok, o);
+  for (int64_t shards : {2, 4, 8}) {
+    for (int64_t k = 0; k < 2 * whole.steps_per_epoch(); ++k) {
+      std::vector<int64_t> joined;
+      for (int64_t replica = 0; replica < 2; ++replica) {
+        gt::GraphBatchOptions p = o;
+        p.shards = shards;
+        p.shards_here = shards / 2;
+        p.first_shard = replica * p.shards_here;
+        gt::GraphBatchStream part(recs, table, *tok, p);
+        for (int64_t j = 0; j < p.shards_here; ++j) {
+          auto ids = part.element_indices(k * p.shards_here + j);
+          joined.insert(joined.end(), ids.begin(), ids.end());
+        }
+      }
+      ASSERT_EQ(joined, whole.batch_indices(k)) << shards << " shards, global batch " << k;
+    }
+  }
+}
+
+// A run resumed at element e (first_element) yields what the uninterrupted run yields from e on,
+// across an epoch boundary.
+TEST(GraphBatches, GroupedResumeSeesTheSameBatches) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto recs = spread_records(40);
+  gt::GraphBatchOptions o;
+  o.batch_size = 8;
+  o.seed = 11;
+  o.drop_last = true;
+  o.group_by_length = true;
+  o.shards = 4;
+  o.first_shard = 2;
+  o.shards_here = 2;
+  o.num_workers = 2;
+  gt::GraphBatchStream full(recs, table, *tok, o);
+  std::vector<torch::Tensor> uninterrupted;
+  for (int64_t e = 0; e < 16; ++e) uninterrupted.push_back(full.next().input_ids);
+  o.first_element = 7;  // mid-epoch (5 batches of 2 parts an epoch)
+  gt::GraphBatchStream resumed(recs, table, *tok, o);
+  for (int64_t e = 7; e < 16; ++e)
+    ASSERT_TRUE(torch::equal(resumed.next().input_ids, uninterrupted[static_cast<size_t>(e)])) << "element " << e;
+}
+
+// GraphGPT's stage-1 shape: batch 8 over 4 parts of 2 (4 GPUs x 2), lengths from 300 to 2,000.
+TEST(GraphBatches, GroupingCutsPadding) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto recs = spread_records(256);
+  gt::GraphBatchOptions o;
+  o.max_len = 4096;
+  o.batch_size = 8;
+  o.seed = 5;
+  o.drop_last = true;
+  o.shards = 4;
+  o.shards_here = 4;
+  gt::GraphBatchStream shuffled(recs, table, *tok, o);
+  o.group_by_length = true;
+  gt::GraphBatchStream grouped(recs, table, *tok, o);
+  const double off = padding_fraction(shuffled), on = padding_fraction(grouped);
+  EXPECT_LT(on, 0.05) << "grouped: " << on << ", shuffled: " << off;
+  EXPECT_GT(off, 0.15) << "grouped: " << on << ", shuffled: " << off;
+  EXPECT_GT(off, 4 * on) << "grouped: " << on << ", shuffled: " << off;
+}
+
+// Each graph's dropout seed is a function of the run's seed, the global batch, the record and the
+// graph's place in it: the same whichever part of the batch builds it, and another every epoch.
+TEST(GraphBatches, DropoutSeedsFollowTheGraphNotTheLayout) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto table = toy_table();
+  auto v = std::make_shared<std::vector<gt::InstructionRecord>>();
+  for (int i = 0; i < 12; ++i) v->push_back(toy_record(i, i % 3 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3}));
+  gt::GraphBatchOptions o;
+  o.batch_size = 4;
+  o.seed = 21;
+  o.drop_last = true;
+  // (record id, its graph's place in it) -> the seeds that graph got, one per epoch.
+  using Seeds = std::map<std::pair<std::string, int64_t>, std::set<uint64_t>>;
+  auto seeds_of = [&](gt::GraphBatchOptions w, int64_t elements, Seeds& out) {
+    gt::GraphBatchStream s(v, table, *tok, w);
+    for (int64_t e = 0; e < elements; ++e) {
+      const auto b = s.next();
+      int64_t nth = 0;
+      for (size_t k = 0; k < b.graphs.size(); ++k) {
+        nth = k > 0 && b.graphs[k - 1].row == b.graphs[k].row ? nth + 1 : 0;
+        ASSERT_TRUE(b.graphs[k].dropout_seed.has_value());
+        out[{b.ids[static_cast<size_t>(b.graphs[k].row)], nth}].insert(*b.graphs[k].dropout_seed);
+      }
+    }
+  };
+  Seeds whole;
+  seeds_of(o, 6, whole);  // two epochs of 3 batches
+  std::set<uint64_t> distinct;
+  for (const auto& [key, seeds] : whole) {
+    EXPECT_EQ(seeds.size(), 2u) << key.first << ": not another mask in the second epoch";
+    distinct.insert(seeds.begin(), seeds.end());
+  }
+  EXPECT_EQ(distinct.size(), 2 * whole.size());
+  Seeds joined;
+  for (int64_t part = 0; part < 4; ++part) {
+    gt::GraphBatchOptions p = o;
+    p.shards = 4;
+    p.first_shard = part;
+    seeds_of(p, 6, joined);
+  }
+  EXPECT_EQ(joined, whole);
+  Seeds reseeded;
+  o.seed = 22;
+  seeds_of(o, 6, reseeded);
+  for (const auto& [key, seeds] : reseeded) EXPECT_NE(seeds, whole[key]) << key.first;
 }
 
 TEST(GraphBatches, BadRecordSurfacesAsInputErrorFromNext) {

@@ -69,6 +69,49 @@ TEST(GraphEncoder, OutputShapeAndEvalDeterminism) {
   EXPECT_FALSE(torch::equal(a, enc->forward(x, small_edges())));
 }
 
+// A seeded mask is the seed's alone: the same output for the same seed, another for another seed,
+// each kept value scaled by 1 / (1 - p), and nothing dropped in eval mode or at p = 0.
+TEST(GraphEncoder, SeededDropout) {
+  gt::GraphEncoder enc;
+  enc->init_weights(2);
+  auto x = torch::randn({5, 128}, torch::TensorOptions().dtype(torch::kFloat32));
+  enc->eval();
+  const auto plain = enc->forward(x, small_edges());
+  enc->train();
+  const auto a = enc->forward(x, small_edges(), false, 7);
+  EXPECT_TRUE(torch::equal(a, enc->forward(x, small_edges(), false, 7)));
+  EXPECT_FALSE(torch::equal(a, enc->forward(x, small_edges(), false, 8)));
+  EXPECT_FALSE(torch::allclose(a, plain));
+  // With no layers and an identity inverW_P, the output is dropout(W_P x) itself.
+  gt::GraphEncoderConfig flat;
+  flat.gt_layers = 0;
+  gt::GraphEncoder lin(flat);
+  lin->init_weights(3);
+  auto params = lin->named_parameters();
+  {
+    torch::NoGradGuard ng;
+    params["inverW_P.weight"].copy_(torch::eye(128));
+    params["inverW_P.bias"].zero_();
+  }
+  lin->set_dropout(0.5);
+  lin->train();
+  torch::NoGradGuard ng;
+  const auto full = torch::linear(x, params["W_P.weight"], params["W_P.bias"]);
+  const auto out = lin->forward(x, small_edges(), false, 11);
+  const auto kept = out.ne(0);
+  EXPECT_TRUE(torch::allclose(out.masked_select(kept), 2 * full.masked_select(kept), 1e-5, 1e-6));
+  const double share = kept.to(torch::kFloat32).mean().item<double>();
+  EXPECT_GT(share, 0.4);
+  EXPECT_LT(share, 0.6);
+  lin->set_dropout(0.0);
+  EXPECT_TRUE(torch::allclose(lin->forward(x, small_edges(), false, 11), full, 1e-5, 1e-6));
+  enc->eval();
+  EXPECT_TRUE(torch::equal(plain, enc->forward(x, small_edges(), false, 7)));
+  EXPECT_EQ(input_error_of([&] { enc->set_dropout(1.0, "job.toml: [model].encoder_dropout"); }),
+            "job.toml: [model].encoder_dropout: must be in [0, 1), got 1");
+  EXPECT_THROW(enc->set_dropout(-0.1), gt::InputError);
+}
+
 TEST(GraphEncoder, DifferentInitSeedsDiffer) {
   gt::GraphEncoder a, b;
   a->init_weights(1);

@@ -124,3 +124,26 @@ TEST(GraphGpt, HeadLossSumOverHostLabelsEqualsTheFullHead) {
   EXPECT_GT(gt::learned_positions(b.labels), 0);
   EXPECT_NEAR(picked.item<double>(), full.item<double>(), 1e-5 * std::abs(full.item<double>()));
 }
+
+// The frozen encoder's dropout in training ([model].encoder_dropout): it changes the loss, and a
+// batch whose graphs carry the same seeds gives the same loss again; eval mode drops nothing.
+TEST(GraphGpt, SeededEncoderDropoutChangesTheLossReproducibly) {
+  auto m = tiny_graphgpt(5);
+  auto b = batch_of({1, 0, 1});
+  for (size_t i = 0; i < b.graphs.size(); ++i) b.graphs[i].dropout_seed = 100 + i;
+  torch::NoGradGuard ng;
+  const double off = m->loss(b).item<double>();
+  m->encoder->set_dropout(0.1);
+  m->encoder->train();
+  const double on = m->loss(b).item<double>();
+  EXPECT_NE(on, off);
+  EXPECT_EQ(m->loss(b).item<double>(), on);
+  auto other = b;
+  other.graphs[0].dropout_seed = 7;
+  EXPECT_NE(m->loss(other).item<double>(), on);
+  m->encoder->set_dropout(0.0);
+  EXPECT_EQ(m->loss(b).item<double>(), off);
+  m->encoder->set_dropout(0.1);
+  m->encoder->eval();
+  EXPECT_EQ(m->loss(b).item<double>(), off);
+}

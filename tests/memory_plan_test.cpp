@@ -110,6 +110,30 @@ TEST(MemoryPlan, VicunaStage1On2x24GBRecommendsAFittingLayout) {
   EXPECT_LT(pp.peak, plans[static_cast<size_t>(best)].peak);  // half the weights each
 }
 
+// A config's batch is global: each layout plans the share of it its ranks compute, and a layout
+// whose dp x micro-batches do not divide it is not offered.
+TEST(MemoryPlan, AGlobalBatchIsSplitByEachLayout) {
+  PlanJob global = vicuna_stage1();
+  global.checkpointing = true;
+  global.global_batch = 8;  // GraphGPT's stage 1: 4 GPUs x 2
+  PlanJob per_rank = global;
+  per_rank.global_batch = 0;
+  const Devices d = parse_gpus("4x80GB");
+  per_rank.micro_batch = 2;
+  EXPECT_EQ(plan_layout(global, d, Layout{4, 1, 1}).peak, plan_layout(per_rank, d, Layout{4, 1, 1}).peak);
+  per_rank.micro_batch = 4;
+  per_rank.microbatches = 2;
+  EXPECT_EQ(plan_layout(global, d, Layout{1, 2, 2}).peak, plan_layout(per_rank, d, Layout{1, 2, 2}).peak);
+  const PlanJob at = job_at(global, Layout{2, 2, 1});
+  EXPECT_EQ(at.microbatches, 2);
+  EXPECT_EQ(at.micro_batch, 2);
+  EXPECT_EQ(layouts_for(4, global).size(), 6u);  // every layout of 4 divides 8
+  global.global_batch = 4;                        // stage 2: 4 GPUs x 1
+  global.microbatches = 4;
+  for (const Layout& l : layouts_for(4, global)) EXPECT_EQ(l.dp, 1) << "dp " << l.dp << " x 4 micro-batches";
+  EXPECT_EQ(layouts_for(4, per_rank).size(), 6u);
+}
+
 TEST(MemoryPlan, NothingFitsSaysWhatWould) {
   PlanJob j = vicuna_stage1();
   j.stage = Phase::kLm;  // the whole LLM trained: 16 bytes a parameter before activations

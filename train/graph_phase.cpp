@@ -77,6 +77,7 @@ GraphBatchOptions batch_options(const JobConfig& cfg, const ParallelRuntime& rt)
   bo.num_workers = static_cast<int32_t>(cfg.data.num_workers);
   bo.where = cfg.data.instructions;
   bo.chat_template = chat_template_named(cfg.data.chat_template, cfg.where("data", "template"));
+  bo.group_by_length = cfg.data.group_by_length;
   bo.drop_last = true;
   bo.shards = rt.shape.dp * m;
   bo.first_shard = rt.coord.dp * m;
@@ -183,8 +184,22 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
                cfg.model.path.c_str(), static_cast<long long>(trainable), name_of(cfg.training.trainable));
   // Frozen LLM and encoder are bf16 already (build_graphgpt); the projector and rows stay fp32.
   std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.model.dtype, frozen_bytes(*model)).c_str());
+  if (cfg.model.encoder_dropout > 0)
+    std::fprintf(stderr, "graphtune: the frozen graph encoder trains with dropout %g, its masks seeded per graph\n",
+                 cfg.model.encoder_dropout);
   if (const std::string note = graphgpt_keys_note(model->llm->config(), cfg.model.path); !note.empty())
     std::fprintf(stderr, "graphtune: %s\n", note.c_str());
+}
+
+void report_lengths(const GraphBatchStream& stream) {
+  const std::vector<int64_t>& lengths = stream.lengths();
+  int64_t sum = 0, longest = 0;
+  for (int64_t l : lengths) sum += l, longest = std::max(longest, l);
+  std::fprintf(stderr,
+               "graphtune: batches grouped by length: %zu record lengths estimated in %.2f s (mean %.0f, longest "
+               "%lld tokens)\n",
+               lengths.size(), stream.length_seconds(), static_cast<double>(sum) / static_cast<double>(lengths.size()),
+               static_cast<long long>(longest));
 }
 
 // The outputs are whole tensors: shards come back together on the tp ranks of stage 0 of
@@ -240,7 +255,10 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   bo.pin_memory = device.is_cuda();
   const int64_t steps = total_steps(cfg, static_cast<int64_t>(records->size()), bo);
   model->train();
-  model->encoder->eval();  // frozen: no dropout
+  // Frozen and without gradient either way; in training mode only for its dropout, whose masks
+  // come from each graph's dropout_seed (the batch stream sets them).
+  model->encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
+  model->encoder->train(cfg.model.encoder_dropout > 0);
   GraphTrainables trained = graph_trainables(model, cfg, rt);
 
   TrainCheckpoint checkpoint(rt, cfg, steps, checkpointed_tensors(model, rt, cfg, trained.tp_projector.get()), fingerprint);
@@ -250,7 +268,10 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   const int64_t chunks = cfg.training.grad_accum_steps, m = cfg.parallelism.microbatches;
   bo.first_element = first_step * chunks * m;
   GraphBatchStream stream(records, s.features, *s.tokenizer, bo);
-  if (rt.reports()) report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
+  if (rt.reports()) {
+    report_start(model, cfg, static_cast<int64_t>(records->size()), steps);
+    if (bo.group_by_length) report_lengths(stream);
+  }
   report_layout(rt, cfg.parallelism);
 
   std::vector<GraphGptBatch> held;  // this rank's micro-batches of the current step

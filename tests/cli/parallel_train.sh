@@ -3,11 +3,12 @@
 # Each layout runs 3 optimizer steps from the same seed and data as the one-process run under
 # real mpirun; the loss of every step (train_log.jsonl) and every trainable parameter afterwards
 # must agree within rtol 1e-5 (fp32). Stage graph_matching (frozen LLM; projector and token rows
-# trained): dp=2; pp=2 with GPipe and with 1F1B (m=4); tp=2; dp=2 x pp=2. Stage lm (every LLM
+# trained): dp=2; pp=2 with GPipe and with 1F1B (m=4); tp=2; dp=2 x pp=2; and with
+# length-grouped batches and encoder dropout 0.1, tp=2 and dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
 # dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
-# Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a
-# rank killed mid-step.
+# Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a rank killed
+# mid-step.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
 # The LLM the graph stage freezes. Both jobs below clip the gradient to below its norm (2e-5
@@ -81,6 +82,15 @@ check "1f1b holds at most pp micro-batches on stage 0, GPipe all m" bash -c \
   "grep -q 'rank 0: .*at most 2 micro-batches in flight' '$TMP/g_pp2_1f1b.err' &&
    grep -q 'rank 0: .*at most 4 micro-batches in flight' '$TMP/g_pp2_gpipe.err'"
 check "data parallel reduced gradient buckets" grep -q 'rank 1: .*[1-9][0-9]* gradient buckets reduced' "$TMP/g_dp2.err"
+# Length-grouped batches and the frozen encoder's dropout: every rank computes the same order, and
+# each graph's mask is drawn from its own seed, so the layouts still equal one process. Node
+# classification's records, which differ in length (stage 1's here are all cut at max_len).
+"$GT" data build --graph embedded --task node_classification --split train --max-nodes 3 --max-records 40 \
+  --out "$TMP/nc.json" 2>/dev/null
+GROUPED=("${GRAPH[@]}" --data.instructions "$TMP/nc.json" --data.group_by_length true --model.encoder_dropout 0.1)
+run gg_ref 1 "${GROUPED[@]}"
+against_serial gg "${G_FILES[*]}" GROUPED "tp2 2 --parallelism.tp 2" \
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
 
 run l_ref 1 "${LM[@]}"
 check "lm, one process" test -s "$TMP/l_ref/model/model.safetensors"

@@ -60,6 +60,17 @@ check "vicuna-7b stage 1 on 2x24GB: exit 0" [ $? -eq 0 ]
 sed 's/^/    /' "$TMP/vicuna.plan" | cut -c1-160
 check "vicuna-7b stage 1 on 2x24GB: a layout is recommended" \
   grep -q '^recommended: dp 2 pp 1 tp 1, [0-9.]* GiB free of the 2.40 GiB kept on each GPU (rule:' "$TMP/vicuna.plan"
+# configs/graphgpt's stage 1 states the reference's global batch (4 GPUs x 2): on 2 x 24 GB each
+# data-parallel rank computes 4 of it, and the plan says so.
+"$GT" plan -c "$ROOT/configs/graphgpt/stage1.toml" --model.path vicuna-7b --gpus 2x24GB >"$TMP/s1cfg.plan" 2>&1
+check "configs/graphgpt/stage1.toml on 2x24GB: exit 0" [ $? -eq 0 ]
+sed 's/^/    /' "$TMP/s1cfg.plan" | grep -v '^     *stage [0-9]' | cut -c1-160
+check "  it plans the global batch 8" grep -q '2048 tokens x global batch 8 split per layout below' "$TMP/s1cfg.plan"
+check "  dp 2: one micro-batch of 4 a rank, recommended" \
+  grep -q '^\* layout dp 2 pp 1 tp 1 (per rank: 1 micro-batch of 4): fits' "$TMP/s1cfg.plan"
+"$GT" plan -c "$ROOT/configs/graphgpt/stage2.toml" --model.path vicuna-7b --gpus 4x24GB >"$TMP/s2cfg.plan" 2>&1
+check "configs/graphgpt/stage2.toml on 4x24GB: dp 4, one record a GPU, as the reference" \
+  grep -q '^\* layout dp 4 pp 1 tp 1 (per rank: 1 micro-batch of 1): fits' "$TMP/s2cfg.plan"
 # As asked with no flags: without checkpointing dp 2 leaves less than the 10% kept, pp 2 holds it.
 "$GT" plan --model vicuna-7b --gpus 2x24GB >"$TMP/plain.plan" 2>&1
 check "vicuna-7b on 2x24GB, no flags: exit 0" [ $? -eq 0 ]
