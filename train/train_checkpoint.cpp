@@ -149,6 +149,10 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
     m["model.graph_encoder"] = c.model.graph_encoder;
     m["model.graph_encoder_prefix"] = c.model.graph_encoder_prefix;
     m["data.features"] = c.data.features;
+    // They decide which records each step reads and the encoder's masks: a resume that changed
+    // them would not continue the run it names.
+    m["data.group_by_length"] = c.data.group_by_length ? "true" : "false";
+    m["model.encoder_dropout"] = number(c.model.encoder_dropout);
     m["model.adapter"] = c.model.adapter;
     if (c.training.trainable == Trainable::kProjectorLora) {  // the adapters' shapes and scale
       std::string targets;
@@ -167,9 +171,15 @@ ResumePoint find_resume_point(const JobConfig& cfg) {
   rp.folder = ckpt::resolve_checkpoint(cfg.checkpoint.dir, cfg.checkpoint.resume);
   rp.index = ckpt::read_index(rp.folder);
   const std::string where = rp.folder + "/index.json";
+  // Keys later versions record: a checkpoint written before them ran with what their absence means.
+  const std::map<std::string, std::string> absent_means = {
+      {"model.adapter", ""}, {"data.group_by_length", "false"}, {"model.encoder_dropout", number(0.0)}};
   for (const auto& [key, value] : checkpoint_config(cfg)) {
     auto it = rp.index.config.find(key);
-    const std::string saved = it == rp.index.config.end() ? "(unset)" : it->second;
+    auto old = absent_means.find(key);
+    const std::string saved = it != rp.index.config.end() ? it->second
+                              : old != absent_means.end()   ? old->second
+                                                            : "(unset)";
     if (saved != value)
       fail(where, "saved with " + key + " = \"" + saved + "\", this job has \"" + value +
                       "\" (a resume continues the same run; start a new one to change it)");

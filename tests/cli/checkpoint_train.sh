@@ -135,6 +135,10 @@ expect_fail "nothing to resume" "no committed checkpoint in $TMP/none/checkpoint
   "${GRAPH[@]}" --job.out_dir "$TMP/none" --resume latest
 expect_fail "another learning rate" "saved with optimizer.lr = \"0.01\", this job has \"0.02\"" -- "$W" train \
   --config "$CFG" "${GRAPH[@]}" --optimizer.lr 2e-2 --job.out_dir "$TMP/x" --resume "$C/step_00000006"
+expect_fail "length grouping switched on" "saved with data.group_by_length = \"false\", this job has \"true\"" -- "$W" train \
+  --config "$CFG" "${GRAPH[@]}" --data.group_by_length true --job.out_dir "$TMP/x" --resume "$C/step_00000006"
+expect_fail "another encoder dropout" "saved with model.encoder_dropout = \"0\", this job has \"0.10000000000000001\"" -- "$W" train \
+  --config "$CFG" "${GRAPH[@]}" --model.encoder_dropout 0.1 --job.out_dir "$TMP/x" --resume "$C/step_00000006"
 expect_fail "another model" "saved with model.dim = \"96\", this job has \"32\"" -- "$W" train --config "$CFG" "${LM[@]}" --model.dim 32 \
   --job.out_dir "$TMP/x" --resume "$TMP/l1/checkpoints/step_00000006"
 expect_fail "another run length" "saved by a run of 6 steps, this job has 8" -- "$W" train --config "$CFG" \
