@@ -40,8 +40,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_feature_tables import sparse_standins  # noqa: E402  torch_sparse's two classes, as pickled
-from test_torch_files import save_pretrained_bin  # noqa: E402  transformers 4.x's .bin writer
+from graphgpt_formats import save_pretrained_bin, sparse_standins  # noqa: E402
 
 D = 64          # the LLM's width (Vicuna-7B: 4096)
 G = 16          # the graph encoder's width (GraphGPT's: 128)

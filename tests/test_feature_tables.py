@@ -8,18 +8,17 @@ scripts/convert_graphgpt_data.py's conversion, and from the plain-dict torch.sav
 one-line errors for malformed inputs. Exit 77 = skipped.
 """
 import collections
-import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-import types
 
 try:
     import numpy as np
     import torch
     from safetensors.torch import load_file, save_file
     from torch_geometric.data import Data
+    from graphgpt_formats import sparse_standins
 except ImportError as e:  # pragma: no cover
     print(f"SKIP: {e} (scripts/install-deps.sh installs torch-geometric)")
     sys.exit(77)
@@ -32,36 +31,6 @@ class Evil:  # a pickle that would run a command on torch.load
         return os.system, ("echo pwned",)
 
 
-@contextlib.contextmanager
-def sparse_standins():
-    """torch_sparse.tensor.SparseTensor and torch_sparse.storage.SparseStorage, as plain classes
-    with the attributes the real ones pickle (their __dict__), registered under their names."""
-    class SparseStorage:
-        def __init__(self, row, col, sizes):
-            self._row, self._rowptr, self._col, self._value = row, None, col, None
-            self._sparse_sizes, self._rowcount, self._colptr, self._colcount = sizes, None, None, None
-            self._csr2csc, self._csc2csr = None, None
-
-    class SparseTensor:
-        def __init__(self, row, col, sizes):
-            self.storage = SparseStorage(row, col, sizes)
-
-    SparseStorage.__module__, SparseStorage.__qualname__ = "torch_sparse.storage", "SparseStorage"
-    SparseTensor.__module__, SparseTensor.__qualname__ = "torch_sparse.tensor", "SparseTensor"
-    mods = {"torch_sparse": types.ModuleType("torch_sparse"), "torch_sparse.tensor": types.ModuleType("torch_sparse.tensor"),
-            "torch_sparse.storage": types.ModuleType("torch_sparse.storage")}
-    mods["torch_sparse.tensor"].SparseTensor = SparseTensor
-    mods["torch_sparse.storage"].SparseStorage = SparseStorage
-    saved = {k: sys.modules.get(k) for k in mods}
-    sys.modules.update(mods)
-    try:
-        yield SparseTensor
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "convert_graphgpt_data.py")
 failures = []
 

@@ -23,6 +23,7 @@ import zipfile
 try:
     import torch
     from safetensors.torch import load_file
+    from graphgpt_formats import save_pretrained_bin
 except ImportError as e:  # pragma: no cover
     print(f"SKIP: {e}")
     sys.exit(77)
@@ -137,23 +138,6 @@ def state_dicts(tmp):
     torch.save({"w": torch.nn.Parameter(torch.randn(2, 2)), "b": torch.nn.Parameter(torch.zeros(2), requires_grad=False)},
                path_p)
     matches_torch_load(path_p, tmp, "Parameters")
-
-
-def save_pretrained_bin(model, out, max_shard_size):
-    """save_pretrained(safe_serialization=False) as transformers 4.x ran it (5.x writes safetensors
-    only): the config, then the state dict cut into shards by huggingface_hub, each torch.save'd as
-    an OrderedDict, and pytorch_model.bin.index.json."""
-    from huggingface_hub import split_torch_state_dict_into_shards
-
-    model.config.save_pretrained(out)
-    sd = model.state_dict()
-    split = split_torch_state_dict_into_shards(sd, filename_pattern="pytorch_model{suffix}.bin", max_shard_size=max_shard_size)
-    for file, names in split.filename_to_tensors.items():
-        torch.save(collections.OrderedDict((n, sd[n].contiguous()) for n in names), os.path.join(out, file))
-    if split.is_sharded:
-        index = {"metadata": split.metadata, "weight_map": split.tensor_to_filename}
-        with open(os.path.join(out, "pytorch_model.bin.index.json"), "w") as f:
-            json.dump(index, f, indent=2, sort_keys=True)
 
 
 def hf_bin_folder(tmp):
