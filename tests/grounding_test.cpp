@@ -142,6 +142,37 @@ TEST(Grounding, DeterministicBySeed) {
   EXPECT_NE(a.losses, c.losses);
 }
 
+// Grounded in the classes of half the nodes, on a graph whose nodes have no text at all (the
+// features alone, as a features-only graph): the labelled nodes' nearest class text is their
+// label, and the other half's far more often than chance, since the encoder learnt the classes
+// from features and neighbours, not the nodes by heart. With texts too, both objectives train.
+TEST(Grounding, LabelsTeachTheClasses) {
+  torch::set_num_threads(1);
+  auto g = small_graph();
+  for (auto& v : g.nodes) v.title.clear(), v.text.clear();
+  EXPECT_FALSE(gt::has_node_texts(g));
+  auto o = options();
+  std::vector<int32_t> others;
+  for (int32_t v = 0; v < g.num_nodes(); ++v) (v % 2 ? others : o.labelled).push_back(v);
+  gt::GraphEncoder enc(small_encoder());
+  enc->init_weights(3);
+  auto res = gt::train_grounding(enc, g, o);
+  const double held = gt::grounding_class_accuracy(enc, res.text_encoder, g, others);
+  std::printf("grounding in labels alone: nearest class text = label on %.3f of the labelled nodes, %.3f of the others "
+              "(chance %.3f)\n", res.labelled_accuracy, held, 1.0 / g.num_classes());
+  EXPECT_TRUE(std::isnan(res.retrieval_accuracy));
+  EXPECT_GE(res.labelled_accuracy, 0.9);
+  EXPECT_GE(held, 2.5 / g.num_classes());
+  EXPECT_LT(res.losses.back(), 0.5 * res.losses.front());
+
+  const auto texts = small_graph();
+  gt::GraphEncoder both(small_encoder());
+  both->init_weights(3);
+  auto r2 = gt::train_grounding(both, texts, o);
+  EXPECT_GE(r2.retrieval_accuracy, 5 * r2.chance);
+  EXPECT_GE(r2.labelled_accuracy, 0.9);
+}
+
 TEST(Grounding, InputErrors) {
   const auto g = small_graph();
   gt::GraphEncoderConfig c = small_encoder();
@@ -158,6 +189,14 @@ TEST(Grounding, InputErrors) {
   o.holdout_frac = 1.5;
   e = input_error_of([&] { gt::train_grounding(enc, g, o); });
   EXPECT_TRUE(contains(e, "holdout_frac")) << e;
+  o = options();
+  o.labelled = {0, 300};
+  e = input_error_of([&] { gt::train_grounding(enc, g, o); });
+  EXPECT_TRUE(contains(e, "labelled node 300") && contains(e, "300 nodes")) << e;
+  auto bare = g;
+  for (auto& v : bare.nodes) v.title.clear(), v.text.clear();
+  e = input_error_of([&] { gt::train_grounding(enc, bare, options()); });
+  EXPECT_TRUE(contains(e, "no node titles or texts") && contains(e, "[data].instructions")) << e;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -171,10 +172,56 @@ double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& te
   return hit.to(torch::kFloat64).mean().item<double>();
 }
 
+bool has_node_texts(const TextGraph& graph) {
+  return std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& v) { return !node_text(v).empty(); });
+}
+
+namespace {
+
+// Each class as text: its name and description, word ids in the text encoder's buckets.
+std::pair<torch::Tensor, torch::Tensor> class_text_batch(const TextGraph& graph, int64_t buckets,
+                                                         const torch::Device& device) {
+  std::vector<std::vector<int64_t>> words;
+  std::vector<int32_t> all;
+  for (int32_t k = 0; k < graph.num_classes(); ++k) {
+    words.push_back(hashed_word_ids(graph.class_names[k] + " " + graph.class_descriptions[k], buckets));
+    all.push_back(k);
+  }
+  return text_batch(words, all, device);
+}
+
+}  // namespace
+
+double grounding_class_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
+                                const std::vector<int32_t>& nodes) {
+  if (nodes.empty()) return 0;
+  const torch::Device device = device_of(encoder);
+  torch::NoGradGuard no_grad;
+  const bool was_training = encoder->is_training();
+  encoder->eval();
+  const auto in = graph_inputs(graph, encoder, device);
+  auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
+  if (was_training) encoder->train();
+  auto [ids, offsets] = class_text_batch(graph, text_encoder->buckets(), device);
+  auto sim = torch::matmul(g, text_encoder->forward(ids, offsets).t());  // norms of g do not change the argmax
+  std::vector<int32_t> labels;
+  for (int32_t v : nodes) labels.push_back(graph.nodes[v].label);
+  return sim.argmax(1).eq(index_tensor(labels, device)).to(torch::kFloat64).mean().item<double>();
+}
+
 GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
                                 const GroundingLog& log) {
   if (auto p = opts.problem(); !p.empty()) fail("grounding options", p);
   const int32_t n = graph.num_nodes();
+  for (int32_t v : opts.labelled)
+    if (v < 0 || v >= n)
+      fail("grounding", "labelled node " + std::to_string(v) + " is not in the graph '" + graph.name + "' (" +
+                            std::to_string(n) + " nodes)");
+  const bool texts = has_node_texts(graph);
+  if (!texts && opts.labelled.empty())
+    fail("grounding", "the graph '" + graph.name +
+                          "' has no node titles or texts to ground the encoder in; give it labelled records "
+                          "([data].instructions, node classification)");
   const torch::Device device = device_of(encoder);
   const auto in = graph_inputs(graph, encoder, device);
 
@@ -195,6 +242,8 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   std::vector<int32_t> heldout(order.begin(), order.begin() + n_hold), train(order.begin() + n_hold, order.end());
   std::sort(heldout.begin(), heldout.end());
   const int64_t batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(train.size()));
+  std::vector<int32_t> labelled = opts.labelled;
+  const int64_t label_batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(labelled.size()));
 
   std::vector<std::vector<int64_t>> words(n);
   for (int32_t i = 0; i < n; ++i) words[i] = hashed_word_ids(node_text(graph.nodes[i]), opts.text_buckets);
@@ -216,24 +265,44 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
                       std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(opts.lr).weight_decay(0)));
   torch::optim::AdamW optim(std::move(groups), torch::optim::AdamWOptions(opts.lr));
 
+  const auto [class_ids, class_offsets] = class_text_batch(graph, opts.text_buckets, device);
+  namespace F = torch::nn::functional;
   GroundingResult result;
   result.losses.reserve(static_cast<size_t>(opts.steps));
   encoder->train();
   text->train();
-  size_t cursor = train.size();  // reshuffle at the first step
-  std::vector<int32_t> nodes(static_cast<size_t>(batch));
+  // Both cursors reshuffle at the first step.
+  size_t cursor = train.size(), label_cursor = labelled.size();
+  std::vector<int32_t> nodes(static_cast<size_t>(batch)), label_nodes(static_cast<size_t>(label_batch));
+  std::vector<int64_t> label_of(static_cast<size_t>(label_batch));
   for (int64_t step = 1; step <= opts.steps; ++step) {
-    if (cursor + static_cast<size_t>(batch) > train.size()) {
-      shuffle(train);
-      cursor = 0;
-    }
-    std::copy(train.begin() + cursor, train.begin() + cursor + batch, nodes.begin());
-    cursor += static_cast<size_t>(batch);
-
     optim.zero_grad();
-    auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
-    auto [ids, offsets] = text_batch(words, nodes, device);
-    auto loss = clip_contrastive_loss(g, text->forward(ids, offsets), logit_scale);
+    auto all = encoder->forward(in.x, in.edge_index);
+    torch::Tensor loss = torch::zeros({}, all.options());
+    if (texts) {
+      if (cursor + static_cast<size_t>(batch) > train.size()) {
+        shuffle(train);
+        cursor = 0;
+      }
+      std::copy(train.begin() + cursor, train.begin() + cursor + batch, nodes.begin());
+      cursor += static_cast<size_t>(batch);
+      auto [ids, offsets] = text_batch(words, nodes, device);
+      loss = loss + clip_contrastive_loss(all.index_select(0, index_tensor(nodes, device)), text->forward(ids, offsets),
+                                          logit_scale);
+    }
+    if (label_batch > 0) {
+      if (label_cursor + static_cast<size_t>(label_batch) > labelled.size()) {
+        shuffle(labelled);
+        label_cursor = 0;
+      }
+      std::copy(labelled.begin() + label_cursor, labelled.begin() + label_cursor + label_batch, label_nodes.begin());
+      label_cursor += static_cast<size_t>(label_batch);
+      for (size_t i = 0; i < label_nodes.size(); ++i) label_of[i] = graph.nodes[label_nodes[i]].label;
+      auto g = F::normalize(all.index_select(0, index_tensor(label_nodes, device)), F::NormalizeFuncOptions().dim(1));
+      auto c = F::normalize(text->forward(class_ids, class_offsets), F::NormalizeFuncOptions().dim(1));
+      auto target = torch::tensor(label_of, torch::kInt64).to(device);
+      loss = loss + F::cross_entropy(logit_scale.exp() * torch::matmul(g, c.t()), target);
+    }
     loss.backward();
     optim.step();
     {
@@ -248,7 +317,9 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   text->eval();
   result.heldout_nodes = n_hold;
   result.chance = 1.0 / n_hold;
-  result.retrieval_accuracy = grounding_retrieval_accuracy(encoder, text, graph, heldout);
+  result.retrieval_accuracy =
+      texts ? grounding_retrieval_accuracy(encoder, text, graph, heldout) : std::numeric_limits<double>::quiet_NaN();
+  result.labelled_accuracy = grounding_class_accuracy(encoder, text, graph, opts.labelled);
   result.logit_scale = logit_scale.item<double>();
   result.text_encoder = text;
   return result;

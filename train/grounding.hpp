@@ -8,6 +8,13 @@
 // logit_scale is learnable, starts at log(1/0.07) and is clamped to [0, ln 100] after every
 // step, as CLIP does.
 //
+// With labelled nodes (GroundingOptions::labelled), each step also grounds a batch of them in
+// their class's text: the logits are exp(logit_scale) * g_i . c_k against every class text c_k
+// (name and description, through the same text encoder), and the loss adds CE(logits, label),
+// CLIP's zero-shot classifier used as a training objective. The encoder then carries what the
+// labels teach as well as the papers' texts, as a GNN trained on those labels would; a graph
+// whose nodes have no text is grounded in its labels alone.
+//
 // Text side: small and self-contained, a bag-of-words encoder (mean of learnt embeddings of
 // hashed word ids of title + text, then Linear to the graph encoder's output width), trained
 // jointly. Graph side: the GraphEncoder runs over the whole graph at once each step (edges in
@@ -67,17 +74,24 @@ struct GroundingOptions {
   double holdout_frac = 0.2;      // nodes kept out of training batches for the retrieval check
   int64_t text_buckets = 1 << 14; // hashed vocabulary of the bag-of-words encoder
   int64_t text_embed_dim = 128;
+  // Nodes whose class the grounding learns (their labels are the graph's), cycled in batches of
+  // batch_nodes; empty: the texts alone.
+  std::vector<int32_t> labelled;
   std::string problem() const;    // "" when consistent, else what is wrong
 };
 
 struct GroundingResult {
   std::vector<double> losses;            // one per step, the batch's loss before the update
-  double retrieval_accuracy = 0;         // text -> graph top-1 among the held-out nodes
+  double retrieval_accuracy = 0;         // text -> graph top-1 among the held-out nodes (NaN: no texts)
+  double labelled_accuracy = 0;          // nearest class text = the label, over the labelled nodes
   double chance = 0;                     // 1 / held-out nodes
   int64_t heldout_nodes = 0;
   double logit_scale = 0;                // final (log of the scale)
   BagOfWordsEncoder text_encoder{nullptr};  // the trained text side
 };
+
+// True when some node of the graph has a title or text to ground in.
+bool has_node_texts(const TextGraph& graph);
 
 // Called after every step with (step from 1, loss, logit_scale).
 using GroundingLog = std::function<void(int64_t, double, double)>;
@@ -94,5 +108,10 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
 // among the same nodes), with the encoder in eval mode and no gradient.
 double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
                                     const std::vector<int32_t>& nodes);
+
+// Fraction of `nodes` whose nearest class text (the trained text encoder's embedding of its name
+// and description) is their label, with the encoder in eval mode and no gradient.
+double grounding_class_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
+                                const std::vector<int32_t>& nodes);
 
 }  // namespace gt

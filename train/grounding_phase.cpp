@@ -3,16 +3,43 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "data/cora_ml.hpp"
+#include "data/instructions.hpp"
+#include "data/metrics.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_encoder_folder.hpp"
 #include "train/grounding.hpp"
 
 namespace gt {
+namespace {
+
+// The centre nodes of node-classification records of `graph`, whose labels the grounding
+// learns. Each record must be one: of this graph (its id's dataset), answered with its centre
+// node's class name; anything else is named in one line.
+std::vector<int32_t> labelled_nodes(const std::string& path, const TextGraph& graph) {
+  std::vector<int32_t> out;
+  for (const InstructionRecord& r : read_instructions(path)) {
+    const std::string where = path + ": record " + r.id;
+    if (r.dataset != graph.name)
+      fail(where, "is of dataset '" + r.dataset + "', the graph is '" + graph.name + "'");
+    if (r.graphs.size() != 1) fail(where, "is not a node-classification record (it has " + std::to_string(r.graphs.size()) + " graphs)");
+    check_node_ids(r, graph.num_nodes(), where);
+    const auto v = static_cast<int32_t>(r.graphs[0].node_idx);
+    const std::string& cls = graph.class_names[graph.nodes[v].label];
+    if (normalise_answer(r.conversations.back().value) != normalise_answer(cls))
+      fail(where, "is not a node-classification record: its answer is not node " + std::to_string(v) + "'s class '" +
+                      cls + "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   auto t0 = std::chrono::steady_clock::now();
@@ -26,18 +53,28 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   opts.weight_decay = cfg.optimizer.weight_decay;
   opts.seed = static_cast<uint64_t>(cfg.training.seed);
   if (auto p = opts.problem(); !p.empty()) fail(cfg.where("training", ""), p);
+  if (!cfg.data.instructions.empty()) opts.labelled = labelled_nodes(cfg.data.instructions, graph);
+  if (opts.labelled.empty() && !has_node_texts(graph))
+    fail(cfg.data.graph, "the graph '" + graph.name +
+                             "' has no node titles or texts to ground the encoder in; give it labelled records "
+                             "([data].instructions, node classification)");
 
   GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
-    encoder = GraphEncoder();
+    GraphEncoderConfig fresh;  // GraphGPT's shape, taking the graph's features as they are
+    fresh.gnn_input = graph.feature_dim;
+    encoder = GraphEncoder(fresh);
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   encoder->to(device);  // the graph's features and the text encoder follow it
-  std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes\n",
+  const std::string in = has_node_texts(graph) ? opts.labelled.empty() ? "their texts" : "their texts and the classes of "
+                                                : "the classes of ";
+  std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes, grounded in %s%s\n",
                graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
-               static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes));
+               static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes), in.c_str(),
+               opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes (" + cfg.data.instructions + ")").c_str());
   double window = 0;
   int64_t in_window = 0;
   GroundingResult r = train_grounding(encoder, graph, opts, [&](int64_t step, double loss, double scale) {
@@ -55,10 +92,20 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   const std::string out = cfg.job.out_dir + "/graph_encoder.safetensors";
   encoder->save_safetensors(out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr,
-               "graphtune: stage grounding done in %.1f s: held-out text->graph retrieval top-1 %.4f (chance %.4f, %lld "
-               "nodes); wrote %s\n",
-               secs, r.retrieval_accuracy, r.chance, static_cast<long long>(r.heldout_nodes), out.c_str());
+  std::string checks;
+  if (!std::isnan(r.retrieval_accuracy)) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "held-out text->graph retrieval top-1 %.4f (chance %.4f, %lld nodes)",
+                  r.retrieval_accuracy, r.chance, static_cast<long long>(r.heldout_nodes));
+    checks = buf;
+  }
+  if (!opts.labelled.empty()) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%snearest class text = label on %.4f of the labelled nodes", checks.empty() ? "" : ", ",
+                  r.labelled_accuracy);
+    checks += buf;
+  }
+  std::fprintf(stderr, "graphtune: stage grounding done in %.1f s: %s; wrote %s\n", secs, checks.c_str(), out.c_str());
   return 0;
 }
 
