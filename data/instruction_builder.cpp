@@ -165,6 +165,11 @@ std::vector<BuiltInstruction> build_instructions(const TextGraph& g, const Instr
       centres.resize(static_cast<size_t>(o.max_records));
       std::sort(centres.begin(), centres.end());
     }
+    if (o.task == InstructionTask::kGraphMatching)
+      for (int32_t c : centres)
+        if (g.nodes[c].title.empty())
+          fail("--task", "graph matching pairs graph tokens with node titles, and node " + std::to_string(c) +
+                             " of graph '" + g.name + "' has none");
     const std::string classes = class_list(g);
     out.reserve(centres.size());
     for (int32_t c : centres) {
@@ -191,8 +196,10 @@ std::vector<BuiltInstruction> build_instructions(const TextGraph& g, const Instr
       } else {
         const Node& v = g.nodes[c];
         r.label = v.label;
-        q = "Given a citation graph: \n<graph>\nwhere the 0th node is the target paper, with the following "
-            "information: \nTitle: " + v.title + "\n";
+        // A graph of features alone (no titles, no texts) asks from the graph tokens alone.
+        q = "Given a citation graph: \n<graph>\nwhere the 0th node is the target paper";
+        if (v.title.empty() && v.text.empty()) q += ".\n";
+        else q += ", with the following information: \nTitle: " + v.title + "\n";
         if (!v.text.empty()) q += "Text: " + v.text + "\n";
         q += "Question: Which of the following categories does this paper belong to: " + classes +
              "? Give the most likely category of this paper directly, answering with its name exactly as listed.";

@@ -1,7 +1,7 @@
 // `graphtune data ...`: making and preparing data sets. Each subcommand registers itself on the
 // `data` command below; `synth` writes the embedded synthetic citation graph
-// (docs/embedded-corpus.md); `build` writes GraphGPT instruction records
-// (data/instruction_builder.hpp).
+// (docs/embedded-corpus.md); `convert` writes any graph it can read as a text-graph folder;
+// `build` writes GraphGPT instruction records (data/instruction_builder.hpp).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -54,6 +54,32 @@ static void add_synth_command(CLI::App& data, int& exit_code) {
                  "max degree %d (in %d, out %d)\n",
                  args->out.c_str(), s.num_nodes, static_cast<long long>(s.num_edges), s.num_classes, s.homophily,
                  s.max_degree, s.max_in_degree, s.max_out_degree);
+    exit_code = 0;
+  });
+}
+
+// What the graph stages read of a --graph (texts, labels, citations and the features the encoder
+// gets) in the one format other tools read without graphtune: the baselines of
+// bench/quality.sh train on exactly these features.
+static void add_convert_command(CLI::App& data, int& exit_code) {
+  struct Args {
+    std::string graph, out;
+    bool overwrite = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = data.add_subcommand("convert", "write a graph (embedded, a cora_ml folder) as a graphtune text-graph folder");
+  sub->add_option("--graph", args->graph, "'embedded', a graphtune text-graph folder or a cora_ml folder")->required();
+  sub->add_option("--out", args->out, "output folder (nodes.tsv, edges.tsv, classes.tsv, features.npy, meta.json)")
+      ->required();
+  sub->add_flag("--overwrite", args->overwrite, "replace an existing non-empty output folder");
+  sub->callback([args, &exit_code] {
+    check_output_folder(args->out, args->overwrite);
+    if (args->graph != "embedded" && !is_directory(args->graph))
+      fail("--graph", args->graph + ": no such folder (want 'embedded', a graphtune text-graph folder or a cora_ml folder)");
+    TextGraph g = load_graph(args->graph);
+    write_text_graph(g, args->out, args->overwrite);
+    std::fprintf(stderr, "graphtune data convert: wrote %s: graph %s, %d nodes, %zu edges, %d classes, %d-d features\n",
+                 args->out.c_str(), g.name.c_str(), g.num_nodes(), g.edges.size(), g.num_classes(), g.feature_dim);
     exit_code = 0;
   });
 }
@@ -121,6 +147,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   CLI::App* data = app.add_subcommand("data", "make and prepare data sets");
   data->require_subcommand(1);
   add_synth_command(*data, exit_code);
+  add_convert_command(*data, exit_code);
   add_build_command(*data, exit_code);
 }
 

@@ -2,11 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <torch/torch.h>
+
+#include <map>
+#include <regex>
 #include <vector>
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/json_file.hpp"
+#include "weights/safetensors.hpp"
+#include "weights/torch_file.hpp"
 
 namespace gt {
 namespace {
@@ -43,6 +49,30 @@ std::string weights_file(const std::string& dir) {
   return join_path(dir, found[0]);
 }
 
+// A weights file has no config.json: the widths and the layer count are read off its tensors
+// (an encoder of another feature width than GraphGPT's 128, as grounding on such a graph writes
+// it). The head count leaves no trace in any shape: it stays GraphGPT's 8.
+GraphEncoderConfig config_of_weights(const std::map<std::string, torch::Tensor>& w, const std::string& prefix) {
+  GraphEncoderConfig c;
+  auto find = [&](const std::string& name) -> const torch::Tensor* {
+    auto it = w.find(prefix + name);
+    return it == w.end() || it->second.dim() != 2 ? nullptr : &it->second;
+  };
+  if (const torch::Tensor* t = find("W_P.weight")) c.gnn_input = t->size(1), c.att_d_model = t->size(0);
+  if (const torch::Tensor* t = find("inverW_P.weight")) c.gnn_output = t->size(0);
+  const std::regex layer("gtLayers\\.([0-9]+)\\.qTrans");
+  int64_t layers = 0;
+  for (const auto& [name, t] : w) {
+    std::smatch m;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    if (std::regex_match(rest, m, layer)) layers = std::max<int64_t>(layers, std::stoll(m[1].str()) + 1);
+  }
+  if (layers > 0) c.gt_layers = layers;
+  c.att_norm = w.count(prefix + "gtLayers.0.norm.weight") > 0 || layers == 0;
+  return c;
+}
+
 }  // namespace
 
 GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
@@ -63,8 +93,11 @@ GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
 
 GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix) {
   if (!is_directory(path)) {
-    GraphEncoder encoder;
-    encoder->load_file(path, prefix);
+    const auto weights = ends_with(path, ".safetensors") ? load_safetensors(path) : load_torch_state_dict(path);
+    GraphEncoderConfig c = config_of_weights(weights, prefix);
+    if (!c.problem().empty()) c = GraphEncoderConfig();  // load_weights names what does not fit
+    GraphEncoder encoder(c);
+    encoder->load_weights(weights, path, prefix);
     return encoder;
   }
   const std::string config = join_path(path, "config.json");

@@ -10,8 +10,8 @@
 namespace gt {
 
 // [model].graph_encoder: a folder as above, read by its config and its one weights file (prefix
-// "gnn." unless `prefix` says otherwise), or a weights file (safetensors or torch.save) of an
-// encoder of GraphGPT's default shape (tensors under `prefix`). Weights that disagree with the
+// "gnn." unless `prefix` says otherwise), or a weights file (safetensors or torch.save; tensors
+// under `prefix`), whose widths and layer count are read off its tensors (8 heads). Weights that disagree with the
 // config, a config key of the wrong type, or a folder without exactly one weights file is an
 // InputError naming the file and the key or tensor.
 GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix);
