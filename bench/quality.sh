@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Does the GraphGPT recipe learn? One table per graph, every row on the same training papers and
+# the same test papers, node classification, with 95% bootstrap intervals over the test papers:
+#   - the graph model (SmolLM2-135M-Instruct frozen, the encoder frozen, the projector trained)
+#     after each recipe this file runs, an ablation row each;
+#   - the same LLM zero-shot from the text alone;
+#   - the majority class, and an MLP and a two-layer GCN (PyTorch Geometric) trained on the same
+#     labels and the node features the graph encoder gets (bench/quality_baselines.py);
+#   - a linear probe of each graph encoder's output: what the encoder carries.
+# Two graphs:
+#   cora_ml  Cora-ML (text: its keywords), as the text-graph folder `graphtune data convert`
+#            writes (its features.npy: the 128-d text features the encoder gets);
+#   linqs    the classic Cora (LINQS): no text, 1,433 binary word features, through the same
+#            text-graph folder format as any user's graph (scripts/linqs_to_text_graph.py); the
+#            LLM can learn the answer from the graph tokens only.
+# Recipes (each after the same records; stage 2 trains on STAGE2_RECORDS of the training papers):
+#   graphgpt  GraphGPT's: text-graph grounding (CLIP on the papers' texts), stage 1 on graph
+#             matching, stage 2 (linqs has no text: a fresh encoder, and no stage 1, which matches
+#             graph tokens to titles);
+#   labels    the grounding also learns the training papers' classes ([data].instructions in
+#             stage grounding: each is grounded in its class's text), then the same stages;
+#   lora      labels' encoder and stage 1, and stage 2 trains LoRA adapters on the frozen LLM
+#             too ([training].trainable = "projector+lora", rank 8 on q_proj and v_proj, lr 2e-3);
+#   lora_all  the same, stage 2 on every training paper (one epoch).
+# Not part of CI: about an hour on 2 cores. Usage:
+#   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
+# Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("graphgpt labels lora lora_all"),
+# STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP); for a quick try of the script itself,
+# TEST_RECORDS (0: every test paper) and GM_RECORDS (96, stage 1's records).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${GRAPHTUNE_BUILD:-build}
+GT=${GRAPHTUNE_BIN:-$BUILD/launcher/graphtune}
+PY=${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}
+ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
+OUT=${1:-runs/quality}
+GRAPHS=${QUALITY_GRAPHS:-cora_ml linqs}
+RECIPES=${RECIPES:-graphgpt labels lora lora_all}
+STAGE2_RECORDS=${STAGE2_RECORDS:-480}
+TEST_RECORDS=${TEST_RECORDS:-0}
+GM_RECORDS=${GM_RECORDS:-96}
+SEEDS=${SEEDS:-5}
+for f in "$ASSETS/graph/cora_ml/nodes.tsv" "$ASSETS/graph/cora_linqs/cora.npz"; do
+  [ -f "$f" ] || { echo "bench/quality.sh: $f is missing (the shared assets; set GRAPHTUNE_ASSETS)" >&2; exit 2; }
+done
+mkdir -p "$OUT"
+
+now() { date +%s.%N; }
+since() { awk "BEGIN { printf \"%.0f\", $(now) - $1 }"; }
+log() { echo "== $*" >&2; }
+
+# Each graph: its text-graph folder, then node-classification records split 40/40/20 (train,
+# val unused, test) and graph-matching records of the training papers.
+records() {  # records GRAPH FOLDER DIR
+  local common=(--graph "$2" --hops 2 --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite)
+  local nc=("${common[@]}" --fanout 8 --max-nodes 24 --task node_classification)
+  "$GT" data build "${nc[@]}" --split train --out "$3/train.json"
+  "$GT" data build "${nc[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/stage2.json"
+  "$GT" data build "${nc[@]}" --split test --max-records "$TEST_RECORDS" --out "$3/test.json"
+  [ "$1" = linqs ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
+    --max-records "$GM_RECORDS" --out "$3/graph_matching.json"
+}
+
+# One recipe on one graph: grounding (or none), stage 1 (where the graph has titles), stage 2,
+# eval on the test papers. Prints the seconds it took (lora reuses labels' grounding and stage 1,
+# which its time leaves out).
+recipe() {  # recipe GRAPH FOLDER DIR NAME
+  local graph=$1 folder=$2 dir=$3 name=$4 t0 run=$3/$4 from=$3/$4 encoder projector=() tune=() records=$3/stage2.json
+  t0=$(now)
+  local stage=(--data.graph "$folder" --job.overwrite true)
+  case $name in
+    graphgpt) [ "$graph" = linqs ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" >&2 ;;
+    labels) "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
+              --data.instructions "$dir/train.json" >&2 ;;
+    lora*) from=$dir/labels
+           [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; }
+           tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+  esac
+  [ "$name" = lora_all ] && records=$dir/train.json
+  if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
+  else encoder=(--model.graph_encoder ""); fi
+  if [ "$graph" = linqs ]; then
+    projector=(--model.projector "")
+  else
+    [ "$from" != "$run" ] || "$GT" train --config configs/smollm2/stage1.toml "${stage[@]}" "${encoder[@]}" \
+      --job.out_dir "$run/stage1" --data.instructions "$dir/graph_matching.json" >&2
+    projector=(--model.projector "$from/stage1/graph_projector.bin")
+  fi
+  "$GT" train --config configs/smollm2/stage2.toml "${stage[@]}" "${encoder[@]}" "${projector[@]}" "${tune[@]}" \
+    --job.out_dir "$run/stage2" --data.instructions "$records" >&2
+  # The encoder stage 2 ran with (a fresh one included) is beside its projector, and its adapter.
+  local adapter=()
+  [ -d "$run/stage2/adapter" ] && adapter=(--model.adapter "$run/stage2/adapter")
+  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" \
+    --model.graph_encoder "$run/stage2/graph_encoder.safetensors" --model.projector "$run/stage2/graph_projector.bin" \
+    --data.instructions "$dir/test.json" --out "$run/eval" >&2
+  since "$t0"
+}
+
+for graph in $GRAPHS; do
+  dir=$OUT/$graph
+  folder=$dir/folder
+  mkdir -p "$dir"
+  log "$graph: the text-graph folder and the records"
+  if [ "$graph" = linqs ]; then "$PY" scripts/linqs_to_text_graph.py "$ASSETS/graph/cora_linqs" "$folder"
+  else "$GT" data convert --graph "$ASSETS/graph/$graph" --out "$folder" --overwrite; fi
+  records "$graph" "$folder" "$dir"
+
+  log "$graph: zero-shot, the LLM from the text alone"
+  t0=$(now)
+  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
+    --data.instructions "$dir/test.json" --eval.text_only true --out "$dir/zero_shot" >&2
+  zero_shot=$(since "$t0")
+
+  runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$zero_shot")
+  probes=()
+  for name in $RECIPES; do
+    log "$graph: recipe $name"
+    secs=$(recipe "$graph" "$folder" "$dir" "$name")
+    case $name in
+      graphgpt) label="graph model: GraphGPT's recipe" ; [ "$graph" = linqs ] && label="graph model: GraphGPT's recipe, fresh encoder" ;;
+      labels) label="graph model: + encoder grounded in the labels" ;;
+      lora) label="graph model: + LoRA on the LLM" ;;
+      lora_all) label="graph model: + stage 2 on every training paper" ;;
+    esac
+    runs+=(--run "$label=$dir/$name/eval=$secs")
+    case $name in graphgpt|labels) probes+=(--probe "linear probe, encoder of '$name'=$dir/$name/stage2/graph_encoder.safetensors") ;; esac
+  done
+  log "$graph: the baselines and the table"
+  "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/test.json" --seeds "$SEEDS" \
+    "${probes[@]}" "${runs[@]}" --json "$dir/table.json" | tee "$dir/table.txt"
+done

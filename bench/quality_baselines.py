@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""The rows of bench/quality.sh's table that are not graphtune's: majority class, an MLP and a
+two-layer GCN (PyTorch Geometric), and a linear probe of the graph encoder's output, all on the
+same training papers and test papers as the graph model, with the node features the encoder
+gets (the text-graph folder's features.npy). graphtune's own evaluations are scored from their
+predictions.jsonl, so every row's confidence interval comes from the same bootstrap over the
+same test papers.
+
+  quality_baselines.py --graph FOLDER --train TRAIN.json --test TEST.json \
+      [--probe NAME=graph_encoder.safetensors ...] [--run NAME=EVAL_DIR[=SECONDS] ...] [--seeds 5] \
+      [--json OUT]
+
+TRAIN.json / TEST.json are graphtune's node-classification records (GraphGPT's JSON): the
+papers are their centre nodes, the labels come from nodes.tsv. An EVAL_DIR is what
+`graphtune eval` wrote (predictions.jsonl, metrics.json); SECONDS, what producing it took, goes
+into the table. Rows print in the order given, baselines first.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GCNConv
+from torch_geometric.utils import to_undirected
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+from graphgpt_reference import GraphTransformer  # noqa: E402  (tested against graphtune's encoder)
+
+BOOTSTRAP = 2000
+
+
+def read_tsv(path):
+    with open(path, encoding="utf-8") as f:
+        head = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
+def read_graph(folder):
+    nodes = read_tsv(os.path.join(folder, "nodes.tsv"))
+    classes = [r["name"] for r in read_tsv(os.path.join(folder, "classes.tsv"))]
+    edges = np.array([[int(r["src"]), int(r["dst"])] for r in read_tsv(os.path.join(folder, "edges.tsv"))]).T
+    x = np.load(os.path.join(folder, "features.npy"))
+    y = np.array([int(r["label"]) for r in nodes])
+    return torch.from_numpy(x).float(), torch.from_numpy(y), torch.from_numpy(edges).long(), classes
+
+
+def macro_f1(pred, true, k):
+    """sklearn's f1_score(average="macro") over the classes that occur as a label or a
+    prediction; an unparsed answer (-1) is a false negative of its true class only."""
+    f1 = []
+    for c in range(k):
+        tp = int(((pred == c) & (true == c)).sum())
+        fp = int(((pred == c) & (true != c)).sum())
+        fn = int(((pred != c) & (true == c)).sum())
+        if tp + fp + fn:
+            f1.append(2 * tp / (2 * tp + fp + fn))
+    return sum(f1) / len(f1) if f1 else 0.0
+
+
+def scores(preds, true, k, rng):
+    """preds: [seeds, n] class indices. Accuracy and macro-F1 as the mean over seeds, each with
+    a 95% bootstrap interval over the test papers (the same resamples for every row)."""
+    acc = lambda idx: np.mean([(p[idx] == true[idx]).mean() for p in preds])
+    f1 = lambda idx: np.mean([macro_f1(p[idx], true[idx], k) for p in preds])
+    every = np.arange(len(true))
+    boots = [rng.integers(0, len(true), len(true)) for _ in range(BOOTSTRAP)]
+    a = sorted(acc(b) for b in boots)
+    m = sorted(f1(b) for b in boots)
+    lo, hi = int(0.025 * BOOTSTRAP), int(0.975 * BOOTSTRAP) - 1
+    return {"accuracy": acc(every), "accuracy_ci": [a[lo], a[hi]], "macro_f1": f1(every), "macro_f1_ci": [m[lo], m[hi]],
+            "seed_accuracies": [float((p == true).mean()) for p in preds]}
+
+
+class Gcn(torch.nn.Module):
+    def __init__(self, d, k, hidden=64):
+        super().__init__()
+        self.c1, self.c2 = GCNConv(d, hidden), GCNConv(hidden, k)
+
+    def forward(self, x, ei):
+        return self.c2(F.dropout(F.relu(self.c1(F.dropout(x, 0.5, self.training), ei)), 0.5, self.training), ei)
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, d, k, hidden=64):
+        super().__init__()
+        self.l1, self.l2 = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, k)
+
+    def forward(self, x, ei):
+        return self.l2(F.dropout(F.relu(self.l1(F.dropout(x, 0.5, self.training))), 0.5, self.training))
+
+
+def train_node_model(model, x, ei, y, train, epochs=200):
+    """Kipf and Welling's setting: Adam lr 0.01, weight decay 5e-4, dropout 0.5, 200 epochs
+    (no validation split: the records have none, and every row gets the same labels)."""
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    for _ in range(epochs):
+        model.train()
+        opt.zero_grad()
+        F.cross_entropy(model(x, ei)[train], y[train]).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        return model(x, ei).argmax(-1)
+
+
+def centre_embeddings(encoder, records, x):
+    """The encoder's output for each record's centre node (node 0 of its subgraph), computed on
+    the record's own subgraph as graphtune's graph stages do."""
+    out = []
+    for r in records:
+        g = r["graph"]
+        ei = torch.tensor(g["edge_index"], dtype=torch.long).view(2, -1)
+        out.append(encoder(x[torch.tensor(g["node_list"])], ei)[0])
+    return torch.stack(out)
+
+
+def linear_probe(train_z, train_y, test_z, k, seed):
+    """Multinomial logistic regression (L-BFGS, L2 1e-4) on standardised embeddings."""
+    torch.manual_seed(seed)
+    mu, sd = train_z.mean(0), train_z.std(0) + 1e-6
+    a, b = (train_z - mu) / sd, (test_z - mu) / sd
+    lin = torch.nn.Linear(a.shape[1], k)
+    opt = torch.optim.LBFGS(lin.parameters(), max_iter=500, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(lin(a), train_y) + 1e-4 * lin.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return lin(b).argmax(-1)
+
+
+def normalise(text):
+    """graphtune's normalise_answer (data/metrics.hpp): lower-case, drop a trailing "</s>", strip
+    whitespace and punctuation at the ends, collapse whitespace."""
+    t = text.lower()
+    if t.endswith("</s>"):
+        t = t[:-4]
+    t = re.sub(r"\s+", " ", t)
+    return t.strip(" \t\n\r\f\v" + "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def parse_class(answer, classes):
+    """graphtune's parse_class (data/metrics.hpp): an exact normalised match, else the first
+    class mentioned (not glued to a letter or digit; a mention inside a longer one dropped)."""
+    names = [normalise(c) for c in classes]
+    a = normalise(answer)
+    if a in names:
+        return names.index(a)
+    text = re.sub(r"\s+", " ", answer.lower())
+    spans = []
+    for c, n in enumerate(names):
+        for m in re.finditer(re.escape(n), text):
+            s, e = m.span()
+            if (s == 0 or not text[s - 1].isalnum()) and (e == len(text) or not text[e].isalnum()):
+                spans.append((s, e, c))
+    kept = [sp for sp in spans if not any(o != sp and o[0] <= sp[0] and sp[1] <= o[1] and o[1] - o[0] > sp[1] - sp[0] for o in spans)]
+    return min(kept)[2] if kept else -1
+
+
+def eval_predictions(folder, test, classes):
+    rows = [json.loads(l) for l in open(os.path.join(folder, "predictions.jsonl"), encoding="utf-8")]
+    if [r["id"] for r in rows] != [t["id"] for t in test]:
+        sys.exit(f"{folder}/predictions.jsonl: its ids are not the test records' ({len(rows)} rows, {len(test)} records)")
+    pred = np.array([parse_class(r["res"], classes) for r in rows])
+    metrics = json.load(open(os.path.join(folder, "metrics.json")))
+    return pred, metrics
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", required=True)
+    ap.add_argument("--train", required=True)
+    ap.add_argument("--test", required=True)
+    ap.add_argument("--probe", action="append", default=[], help="NAME=ENCODER_FILE")
+    ap.add_argument("--run", action="append", default=[], help="NAME=EVAL_DIR[=SECONDS]")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+
+    x, y, edges, classes = read_graph(args.graph)
+    k = len(classes)
+    train_recs, test_recs = json.load(open(args.train)), json.load(open(args.test))
+    train = torch.tensor([r["graph"]["node_idx"] for r in train_recs])
+    test = torch.tensor([r["graph"]["node_idx"] for r in test_recs])
+    if set(train.tolist()) & set(test.tolist()):
+        sys.exit(f"{args.train} and {args.test} share papers")
+    true = y[test].numpy()
+    ei = to_undirected(edges, num_nodes=x.shape[0])
+    rows = []
+
+    preds_of = {}
+
+    def row(name, preds, seconds, note=""):
+        preds_of[name] = np.asarray(preds)
+        rows.append({"name": name, "seconds": seconds, "note": note, **scores(preds_of[name], true, k, np.random.default_rng(0))})
+
+    t0 = time.time()
+    majority = int(torch.bincount(y[train], minlength=k).argmax())
+    row("majority class (of the training papers)", [np.full(len(test), majority)], time.time() - t0)
+
+    for name, cls in (("GCN, 2 layers (PyG GCNConv)", Gcn), ("MLP, 2 layers", Mlp)):
+        t0 = time.time()
+        preds = []
+        for seed in range(args.seeds):
+            torch.manual_seed(seed)
+            preds.append(train_node_model(cls(x.shape[1], k), x, ei, y, train)[test].numpy())
+        row(name, preds, time.time() - t0, f"mean of {args.seeds} seed{'s' if args.seeds > 1 else ''}")
+
+    from safetensors.torch import load_file
+    for spec in args.probe:
+        name, path = spec.split("=", 1)
+        t0 = time.time()
+        enc = GraphTransformer(load_file(path))
+        ztr, zte = centre_embeddings(enc, train_recs, x), centre_embeddings(enc, test_recs, x)
+        row(name, [linear_probe(ztr, y[train], zte, k, 0).numpy()], time.time() - t0,
+            "logistic regression on the centre's encoder output")
+
+    for spec in args.run:
+        name, folder, *secs = spec.split("=")
+        pred, metrics = eval_predictions(folder, test_recs, classes)
+        mine = float((pred == true).mean())
+        if abs(mine - metrics["accuracy"]) > 1e-9:
+            sys.exit(f"{folder}: parsing the answers here gives accuracy {mine}, graphtune's metrics.json {metrics['accuracy']}")
+        row(name, [pred], float(secs[0]) if secs else float("nan"), f"unparsed {int((pred < 0).sum())}")
+
+    # Each graph model against the GCN on the same resampled test papers (a paired bootstrap).
+    gcn = next(r["name"] for r in rows if r["name"].startswith("GCN"))
+    versus = []
+    for spec in args.run:
+        name = spec.split("=")[0]
+        rng = np.random.default_rng(1)
+        d_acc, d_f1 = [], []
+        for _ in range(BOOTSTRAP):
+            b = rng.integers(0, len(true), len(true))
+            d_acc.append(np.mean([(p[b] == true[b]).mean() for p in preds_of[name]]) -
+                         np.mean([(p[b] == true[b]).mean() for p in preds_of[gcn]]))
+            d_f1.append(np.mean([macro_f1(p[b], true[b], k) for p in preds_of[name]]) -
+                        np.mean([macro_f1(p[b], true[b], k) for p in preds_of[gcn]]))
+        d_acc.sort(), d_f1.sort()
+        lo, hi = int(0.025 * BOOTSTRAP), int(0.975 * BOOTSTRAP) - 1
+        me = next(r for r in rows if r["name"] == name)
+        g = next(r for r in rows if r["name"] == gcn)
+        versus.append({"name": name, "accuracy_minus_gcn": me["accuracy"] - g["accuracy"], "accuracy_ci": [d_acc[lo], d_acc[hi]],
+                       "macro_f1_minus_gcn": me["macro_f1"] - g["macro_f1"], "macro_f1_ci": [d_f1[lo], d_f1[hi]]})
+
+    table = {"graph": args.graph, "train_papers": len(train), "test_papers": len(test), "classes": classes,
+             "bootstrap": BOOTSTRAP, "rows": rows,
+             "versus_gcn": versus}
+    graph_name = json.load(open(os.path.join(args.graph, "meta.json"))).get("name", "")
+    print(f"{graph_name} ({args.graph}): {len(train)} training papers, {len(test)} test papers, "
+          f"{k} classes, {x.shape[1]}-d features; 95% intervals: bootstrap over the test papers")
+    print(f"  {'':52} {'accuracy':>8} {'95% interval':>15} {'macro-F1':>8} {'95% interval':>15} {'seconds':>8}")
+    for r in rows:
+        ci = lambda v: f"[{v[0]:.3f}, {v[1]:.3f}]"
+        secs = "" if math.isnan(r["seconds"]) else f"{r['seconds']:.0f}"
+        print(f"  {r['name']:52} {r['accuracy']:8.4f} {ci(r['accuracy_ci']):>15} {r['macro_f1']:8.4f} {ci(r['macro_f1_ci']):>15}"
+              f" {secs:>8}" + (f"  {r['note']}" if r["note"] else ""))
+    for v in versus:
+        ci = lambda c: f"[{c[0]:+.3f}, {c[1]:+.3f}]"
+        print(f"  {v['name']} minus the GCN: accuracy {v['accuracy_minus_gcn']:+.4f} {ci(v['accuracy_ci'])}, "
+              f"macro-F1 {v['macro_f1_minus_gcn']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    main()
