@@ -4,14 +4,19 @@
 #                classification (warm-up = the val split, train, test: disjoint papers)
 #   2. lm        LM warm-up of a tiny LLaMA from scratch (tokenizer trained on the texts); it
 #                learns to answer from text on the warm-up papers, never on stage 2's or the test's
-#   3. grounding text-graph grounding of the graph encoder (CLIP-style)
+#   3. grounding text-graph grounding of the graph encoder (CLIP-style; with --real also in the
+#                classes of the training papers, docs/quality.md)
 #   4. stage1    GraphGPT stage 1, graph matching (projector + <g_start>/<g_end> rows)
 #   5. stage2    GraphGPT stage 2, node classification, from stage 1's projector
 #   6. eval      test accuracy and macro-F1 of the graph model, of the same LLM from the text
 #                alone, and chance
 # With --real there is no warm-up: the LLM is SmolLM2-135M-Instruct (pretrained, frozen; the
 # GGUF file install-deps puts in the environment), the graph Cora-ML, and the text-only
-# evaluation is that LLM zero-shot. Fewer records than the small demo: it takes ~15 minutes.
+# evaluation is that LLM zero-shot. It runs the best recipe bench/quality.sh measured that fits
+# in about 15 minutes: grounding in the texts and the training papers' classes, stage 1, stage 2
+# on 240 of those papers with LoRA adapters on the LLM. Then a GCN, an MLP and the majority class are trained on the same
+# labels and the features the encoder gets (bench/quality_baselines.py, PyTorch Geometric), and
+# one table puts them beside the graph model and zero-shot on the same test papers.
 # Usage: scripts/demo.sh [--real] [--pp N] [GRAPH [extra --section.key VALUE for every stage ...]]
 #   GRAPH: "embedded" (default: the synthetic citation graph) or a graph folder, e.g.
 #          ../shared/assets/graph/cora_ml (the default with --real). Results go to runs/demo
@@ -73,6 +78,8 @@ build_records() {
   local gm=("${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train)
   if [ $REAL = 1 ]; then
     "$GT" data build "${gm[@]}" --max-records 96 --out "$DATA/graph_matching_train.json"
+    # The training papers whose labels grounding and the GCN learn; stage 2 tunes on 240 of them.
+    "$GT" data build "${nc[@]}" --split train --out "$DATA/node_classification_labels.json"
     "$GT" data build "${nc[@]}" --split train --max-records 240 --out "$DATA/node_classification_train.json"
     "$GT" data build "${nc[@]}" --split test --max-records 200 --out "$DATA/node_classification_test.json"
     return
@@ -96,11 +103,27 @@ fi
 stage data build_records
 [ $REAL = 1 ] || stage lm "$GT" train --config configs/demo/lm.toml --pp "$PP" "${PATHS[@]}" --job.out_dir "$RUN/lm" \
   --data.instructions "$DATA/node_classification_warmup.json" "$@"
-stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" "$@"
-stage pipeline "$GT" pipeline --config $CONFIGS/pipeline.toml --pp "$PP" --pipeline.out_dir "$RUN" \
+GROUNDING=()
+[ $REAL = 0 ] || GROUNDING=(--data.instructions "$DATA/node_classification_labels.json")
+stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" \
+  "${GROUNDING[@]}" "$@"
+# --real: stage 2 also trains LoRA adapters on the frozen LLM (the best row of docs/quality.md);
+# the graph eval applies them, the zero-shot one runs the LLM as it is.
+TUNE=()
+[ $REAL = 0 ] || TUNE=(--stage2.training.trainable projector+lora --stage2.optimizer.lr 2e-3)
+stage pipeline "$GT" pipeline --config $CONFIGS/pipeline.toml --pp "$PP" --pipeline.out_dir "$RUN" "${TUNE[@]}" \
   --pipeline.eval_instructions "$DATA/node_classification_test.json" "${PATHS[@]}" "${MODEL[@]}" \
   --stage1.data.instructions "$DATA/graph_matching_train.json" \
   --stage2.data.instructions "$DATA/node_classification_train.json" "$@"
+
+# --real: the baselines on the same labels, features and test papers, and the table.
+if [ $REAL = 1 ]; then
+  stage baselines bash -c '"$1" data convert --graph "$2" --out "$3/folder" --overwrite &&
+    "${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}" bench/quality_baselines.py --graph "$3/folder" \
+      --train "$3/node_classification_labels.json" --test "$3/node_classification_test.json" \
+      --run "graph model (GraphGPT recipe)=$4/eval" --run "same LLM zero-shot, text alone=$4/eval_text_only" \
+      --json "$4/quality.json" >"$4/quality.txt"' _ "$GT" "$GRAPH" "$DATA" "$RUN"
+fi
 
 # metrics.json: the first value of a field (accuracy: the top-level one).
 field() { sed -n "s/^ *\"$2\": \([0-9.e-]*\),\{0,1\}$/\1/p" "$1" | head -n 1; }
@@ -120,3 +143,7 @@ score "graph model (GraphGPT recipe)" "$RUN/eval/metrics.json"
 score "same LLM, text alone (no graph)" "$RUN/eval_text_only/metrics.json"
 printf '  %-34s %8.4f\n' "always the most common class" "$(field "$RUN/eval/metrics.json" majority)"
 printf '  %-34s %8.4f\n' "chance" "$(field "$RUN/eval/metrics.json" chance)"
+if [ $REAL = 1 ]; then
+  echo "the same test papers, beside baselines trained on the labels the grounding learnt (bench/quality_baselines.py):"
+  cat "$RUN/quality.txt"
+fi
