@@ -285,10 +285,4 @@ Index parse_index(const std::string& json_text, const std::string& path) {
   return index;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 }  // namespace gt::ckpt

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/text.hpp"
 #include "config/names.hpp"
 
 namespace gt::ckpt {
@@ -70,8 +71,7 @@ std::string index_to_json(const Index& index);
 // naming `path` and the field ("index.json: tensors.\"model/x\".chunks[1].offset: ...").
 Index parse_index(const std::string& json_text, const std::string& path);
 
-// "[4, 6]": how messages print shapes and boxes.
-std::string shape_text(const std::vector<int64_t>& shape);
+using gt::shape_text;  // common/text.hpp
 
 // Bytes per element of a safetensors dtype; InputError(where, ...) for an unknown one.
 int64_t dtype_size(const std::string& dtype, const std::string& where);

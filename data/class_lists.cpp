@@ -12,18 +12,12 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/json_file.hpp"
+#include "common/text.hpp"
 #include "data/metrics.hpp"
 
 namespace gt {
 
 namespace {
-
-std::string trimmed(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -73,7 +67,7 @@ std::vector<std::string> csv_first_fields(const std::string& text) {
         ++i;
       }
     }
-    if (row_has_text) out.push_back(trimmed(field));
+    if (row_has_text) out.push_back(trim_whitespace(field));
   }
   return out;
 }
@@ -90,7 +84,7 @@ std::vector<std::string> text_lines(const std::string& text) {
   while (pos <= text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    lines.push_back(trimmed(text.substr(pos, nl - pos)));
+    lines.push_back(trim_whitespace(text.substr(pos, nl - pos)));
     pos = nl + 1;
   }
   return lines;
@@ -101,7 +95,7 @@ std::vector<std::string> from_json(const nlohmann::json& j, const std::string& w
   if (j.is_array()) {
     for (size_t i = 0; i < j.size(); ++i) {
       if (!j[i].is_string()) fail(where, "entry " + std::to_string(i) + " is not a string");
-      names.push_back(trimmed(j[i].get<std::string>()));
+      names.push_back(trim_whitespace(j[i].get<std::string>()));
     }
     return names;
   }
@@ -109,7 +103,7 @@ std::vector<std::string> from_json(const nlohmann::json& j, const std::string& w
   std::set<std::string> distinct;
   for (const auto& [id, label] : j.items()) {
     if (!label.is_string()) fail(where, "the label of node " + id + " is not a string");
-    const std::string l = trimmed(label.get<std::string>());
+    const std::string l = trim_whitespace(label.get<std::string>());
     if (!l.empty() && l != "nan") distinct.insert(l);  // GraphGPT marks unlabelled nodes "nan"
   }
   return {distinct.begin(), distinct.end()};

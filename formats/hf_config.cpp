@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/json_file.hpp"
+#include "common/text.hpp"
 using json = nlohmann::json;
 
 namespace gt {
@@ -309,16 +310,11 @@ std::vector<TensorSpec> expected_llama_tensors(const LlamaConfig& cfg) {
 
 void check_llama_tensors(const LlamaConfig& cfg, const std::map<std::string, TensorFacts>& found,
                          const std::string& where) {
-  auto shape_str = [](const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-  };
   std::map<std::string, std::vector<int64_t>> expected;
   for (const auto& spec : expected_llama_tensors(cfg)) {
     expected[spec.name] = spec.shape;
     if (!found.count(spec.name))
-      fail(where, "missing tensor '" + spec.name + "' " + shape_str(spec.shape) +
+      fail(where, "missing tensor '" + spec.name + "' " + shape_text(spec.shape) +
                       " (n_layers " + std::to_string(cfg.n_layers) +
                       (cfg.tie_embeddings ? ", tied embeddings)" : ", separate lm_head)"));
   }
@@ -334,8 +330,8 @@ void check_llama_tensors(const LlamaConfig& cfg, const std::map<std::string, Ten
       }
     }
     if (f.shape != it->second)
-      fail(f.file, "tensor '" + name + "' has shape " + shape_str(f.shape) + " but the config implies " +
-                       shape_str(it->second));
+      fail(f.file, "tensor '" + name + "' has shape " + shape_text(f.shape) + " but the config implies " +
+                       shape_text(it->second));
     if (!f.floating)
       fail(f.file, "tensor '" + name + "' has dtype " + f.dtype + "; weights must be floating point");
   }

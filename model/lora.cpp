@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace gt {
 
@@ -26,12 +27,6 @@ std::array<int64_t, 2> target_shape(LoraTarget t, const LlamaConfig& c) {
 
 std::string key(int64_t layer, LoraTarget t, char which) {
   return "model.layers." + std::to_string(layer) + "." + lora_module_path(t) + ".lora_" + which + ".weight";
-}
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 }  // namespace

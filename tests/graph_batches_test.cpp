@@ -466,17 +466,22 @@ TEST(GraphBatches, LengthGroupedOrder) {
   EXPECT_EQ(gt::megabatch_batches(22899), 50);  // GraphGPT's stage 1 at batch 8
 }
 
+// Options of a length-grouped stream.
+gt::GraphBatchOptions grouped_options(int64_t batch_size, uint64_t seed, bool drop_last) {
+  gt::GraphBatchOptions o;
+  o.batch_size = batch_size;
+  o.seed = seed;
+  o.drop_last = drop_last;
+  o.group_by_length = true;
+  return o;
+}
+
 TEST(GraphBatches, GroupedStreamCoversEachEpochOnce) {
   auto tok = graph_tokenizer(gt::byte_tokenizer());
   auto table = toy_table();
   auto recs = spread_records(50);
   for (bool drop_last : {false, true}) {
-    gt::GraphBatchOptions o;
-    o.batch_size = 4;
-    o.seed = 7;
-    o.group_by_length = true;
-    o.drop_last = drop_last;
-    gt::GraphBatchStream s(recs, table, *tok, o);
+    gt::GraphBatchStream s(recs, table, *tok, grouped_options(4, 7, drop_last));
     ASSERT_EQ(s.lengths().size(), 50u);
     EXPECT_EQ(s.steps_per_epoch(), drop_last ? 12 : 13);
     std::vector<std::vector<std::string>> epochs(3);
@@ -500,11 +505,7 @@ TEST(GraphBatches, GroupedBatchesWhateverTheWorkersAndShards) {
   auto tok = graph_tokenizer(gt::byte_tokenizer());
   auto table = toy_table();
   auto recs = spread_records(70);
-  gt::GraphBatchOptions o;
-  o.batch_size = 8;
-  o.seed = 3;
-  o.drop_last = true;
-  o.group_by_length = true;
+  const gt::GraphBatchOptions o = grouped_options(8, 3, true);
   auto run = [&](int32_t workers) {
     gt::GraphBatchOptions w = o;
     w.num_workers = workers;
@@ -545,11 +546,7 @@ TEST(GraphBatches, GroupedResumeSeesTheSameBatches) {
   auto tok = graph_tokenizer(gt::byte_tokenizer());
   auto table = toy_table();
   auto recs = spread_records(40);
-  gt::GraphBatchOptions o;
-  o.batch_size = 8;
-  o.seed = 11;
-  o.drop_last = true;
-  o.group_by_length = true;
+  gt::GraphBatchOptions o = grouped_options(8, 11, true);
   o.shards = 4;
   o.first_shard = 2;
   o.shards_here = 2;

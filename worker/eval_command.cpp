@@ -33,6 +33,7 @@
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/text.hpp"
 #include "config/job_config.hpp"
 #include "config/names.hpp"
 #include "control/control_client.hpp"
@@ -54,13 +55,6 @@ namespace gt {
 namespace {
 
 enum class EvalTask { kNodeClassification, kLinkPrediction, kGraphMatching };
-
-std::string strip(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
 
 std::string record_where(const std::string& file, const InstructionRecord& r) {
   return file + ": record id " + nlohmann::json(r.id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -89,7 +83,7 @@ std::vector<Reference> references(const std::vector<InstructionRecord>& records,
     if (r.conversations.empty() || r.conversations.back().from != "gpt")
       fail(record_where(file, r), "conversations: the last turn must be the gpt answer to score against");
     Reference ref;
-    ref.answer = strip(r.conversations.back().value);
+    ref.answer = trim_whitespace(r.conversations.back().value);
     if (is_link_prediction_id(r.id)) {
       ref.task = EvalTask::kLinkPrediction;
       ref.label = parse_yes_no(ref.answer);
@@ -244,7 +238,7 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     }
     for (const auto& a : ids) {
       at_budget += static_cast<int64_t>(a.size()) >= max_new_tokens ? 1 : 0;
-      answers.push_back(strip(s.tokenizer->decode(a)));
+      answers.push_back(trim_whitespace(s.tokenizer->decode(a)));
     }
     std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());
   }
