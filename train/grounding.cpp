@@ -83,6 +83,31 @@ torch::Device device_of(const GraphEncoder& encoder) {
   return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
 }
 
+// The encoder's outputs for `nodes` over the whole graph, in eval mode (its mode is restored)
+// and without gradient: what the checks after training measure.
+torch::Tensor eval_rows(GraphEncoder& encoder, const TextGraph& graph, const std::vector<int32_t>& nodes) {
+  const torch::Device device = device_of(encoder);
+  torch::NoGradGuard no_grad;
+  const bool was_training = encoder->is_training();
+  encoder->eval();
+  const auto in = graph_inputs(graph, encoder, device);
+  auto rows = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
+  if (was_training) encoder->train();
+  return rows;
+}
+
+// Each class as text: its name and description, word ids in the text encoder's buckets.
+std::pair<torch::Tensor, torch::Tensor> class_text_batch(const TextGraph& graph, int64_t buckets,
+                                                         const torch::Device& device) {
+  std::vector<std::vector<int64_t>> words;
+  std::vector<int32_t> all;
+  for (int32_t k = 0; k < graph.num_classes(); ++k) {
+    words.push_back(hashed_word_ids(graph.class_names[k] + " " + graph.class_descriptions[k], buckets));
+    all.push_back(k);
+  }
+  return text_batch(words, all, device);
+}
+
 }  // namespace
 
 torch::Tensor clip_contrastive_loss(const torch::Tensor& graph_emb, const torch::Tensor& text_emb,
@@ -156,10 +181,7 @@ double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& te
   if (nodes.empty()) return 0;
   const torch::Device device = device_of(encoder);
   torch::NoGradGuard no_grad;
-  const bool was_training = encoder->is_training();
-  encoder->eval();
-  const auto in = graph_inputs(graph, encoder, device);
-  auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
+  auto g = eval_rows(encoder, graph, nodes);
   std::vector<std::vector<int64_t>> words(graph.num_nodes());
   for (int32_t n : nodes) words[n] = hashed_word_ids(node_text(graph.nodes[n]), text_encoder->buckets());
   auto [ids, offsets] = text_batch(words, nodes, device);
@@ -168,7 +190,6 @@ double grounding_retrieval_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& te
   auto sim = torch::matmul(F::normalize(t, F::NormalizeFuncOptions().dim(1)),
                            F::normalize(g, F::NormalizeFuncOptions().dim(1)).t());  // [texts, graphs]
   auto hit = sim.argmax(1).eq(torch::arange(static_cast<int64_t>(nodes.size()), sim.options().dtype(torch::kInt64)));
-  if (was_training) encoder->train();
   return hit.to(torch::kFloat64).mean().item<double>();
 }
 
@@ -176,32 +197,12 @@ bool has_node_texts(const TextGraph& graph) {
   return std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& v) { return !node_text(v).empty(); });
 }
 
-namespace {
-
-// Each class as text: its name and description, word ids in the text encoder's buckets.
-std::pair<torch::Tensor, torch::Tensor> class_text_batch(const TextGraph& graph, int64_t buckets,
-                                                         const torch::Device& device) {
-  std::vector<std::vector<int64_t>> words;
-  std::vector<int32_t> all;
-  for (int32_t k = 0; k < graph.num_classes(); ++k) {
-    words.push_back(hashed_word_ids(graph.class_names[k] + " " + graph.class_descriptions[k], buckets));
-    all.push_back(k);
-  }
-  return text_batch(words, all, device);
-}
-
-}  // namespace
-
 double grounding_class_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_encoder, const TextGraph& graph,
                                 const std::vector<int32_t>& nodes) {
   if (nodes.empty()) return 0;
   const torch::Device device = device_of(encoder);
   torch::NoGradGuard no_grad;
-  const bool was_training = encoder->is_training();
-  encoder->eval();
-  const auto in = graph_inputs(graph, encoder, device);
-  auto g = encoder->forward(in.x, in.edge_index).index_select(0, index_tensor(nodes, device));
-  if (was_training) encoder->train();
+  auto g = eval_rows(encoder, graph, nodes);
   auto [ids, offsets] = class_text_batch(graph, text_encoder->buckets(), device);
   auto sim = torch::matmul(g, text_encoder->forward(ids, offsets).t());  // norms of g do not change the argmax
   std::vector<int32_t> labels;
