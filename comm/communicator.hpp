@@ -1,6 +1,6 @@
 #pragma once
-// How ranks exchange tensors, independent of the transport: MPI on CPU tensors now
-// (comm/mpi_communicator.hpp), NCCL on GPU tensors later. Data, pipeline and tensor
+// How ranks exchange tensors, independent of the transport: MPI on CPU tensors
+// (comm/mpi_communicator.hpp), NCCL on GPU tensors (comm/nccl/nccl_communicator.hpp). Data, pipeline and tensor
 // parallelism are written against this interface only. Operation names follow
 // torch.distributed / Megatron (send, recv, all_reduce, all_gather, broadcast, isend, irecv).
 //
@@ -18,8 +18,10 @@
 namespace gt {
 
 // A started non-blocking operation. wait() returns once its buffers may be reused (for a
-// receive or reduction: once the result is in the tensor). The deadline counts from wait(),
-// not from the start, so compute overlapped with the transfer does not eat into it.
+// receive or reduction: once the result is in the tensor). On host tensors (MPI) the host
+// waits, and the deadline counts from wait(), so compute overlapped with the transfer does
+// not eat into it. On GPU tensors (NCCL) the caller's CUDA stream waits, not the host: what
+// is queued on it afterwards sees the result; the deadline counts from the launch.
 // Destroying a Work that was never waited for waits for it: MPI must not be left writing
 // into a tensor that has been freed.
 class Work {

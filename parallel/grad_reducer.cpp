@@ -82,7 +82,6 @@ GradReducer::GradReducer(Communicator& dp, std::vector<at::Tensor> params, int64
   stats_.buckets = static_cast<int64_t>(buckets_.size());
   reset_step();
 
-  if (params_.empty() || !params_[0].device().is_cpu()) return;  // see the header: GPU params get no hooks
   for (size_t i = 0; i < params_.size(); ++i) {
     std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params_[i]);
     if (!acc) throw std::invalid_argument(where(i) + " has no gradient accumulator");

@@ -45,10 +45,11 @@ struct GradReducerStats {
 // gradient on some ranks only counts as zeros on the others and gets the sum everywhere.
 //
 // The flat buckets live on the params' device: host memory for the MPI backend (CPU tensors),
-// the GPU for NCCL. With CPU params the hooks run on the thread that called backward, where MPI
-// may be called. With GPU params autograd runs the hooks on its own device threads, and neither
-// backend is known to be safe to call from there (MPI's default thread level forbids it), so no
-// hook is installed and finish() reduces every bucket: correct, without the overlap.
+// the GPU for NCCL. With CPU params the hooks run on the thread that called backward. With GPU
+// params autograd runs them on its thread for that device, as it runs c10d's Reducer's, so the
+// NCCL backend launches from there: safe, because the thread that called backward waits
+// meanwhile, and ordered, because each launch follows the stream current on the thread that
+// makes it (autograd's, where the gradient was written). The MPI backend never gets GPU tensors.
 class GradReducer {
  public:
   GradReducer(Communicator& dp, std::vector<at::Tensor> params, int64_t bucket_bytes);

@@ -5,7 +5,8 @@
 //   ops BACKEND     every operation's values on the backend's device (CPU for mpi, the
 //                   rank's GPU for nccl), exactly; "ok NAME" per check on rank 0, FAIL otherwise
 //   stall BACKEND   rank 1 never answers a recv; rank 0's 2 s timeout must end the job with
-//                   one line naming the operation and the peer
+//                   one line naming the rank, its host and GPU, the operation and the peer,
+//                   under NCCL while no host thread waits (the watchdog)
 // Errors go through gt::run_main: an InputError is one "graphtune: error:" line and exit 2.
 #include <ATen/ATen.h>
 
@@ -116,7 +117,10 @@ int body(int argc, char** argv) {
     comm->set_timeout_seconds(2);
     at::Tensor t = at::zeros({4}, at::TensorOptions(at::kFloat).device(dev));
     if (comm->rank() == 0) comm->recv(t, 1, 0);
-    std::printf("FAIL rank %d: the stalled recv returned\n", comm->rank());
+    // Under NCCL the host goes on after recv (only the stream waits): the watchdog must end the
+    // job while this thread waits for nothing.
+    std::this_thread::sleep_for(std::chrono::seconds(20));
+    std::printf("FAIL rank %d: nothing ended the stalled job\n", comm->rank());
     return 1;
   }
   std::fprintf(stderr, "unknown mode '%s' (or stall with one rank)\n", mode.c_str());

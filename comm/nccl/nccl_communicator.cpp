@@ -1,16 +1,21 @@
 #include "comm/nccl/nccl_communicator.hpp"
 
 #include <ATen/ops/empty.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -51,18 +56,30 @@ ncclDataType_t sum_type(const char* op, const at::Tensor& t) {
 }
 
 // One launch on the communicator's stream: a collective, or a group of sends and receives.
-// `done` is recorded after it.
+// `done` is recorded after it; the watchdog follows it from `start` until `done` completes.
 struct Launch {
   cudaEvent_t done = nullptr;
+  std::string what;
+  Clock::time_point start;
   ~Launch() {
     if (done) cudaEventDestroy(done);
   }
 };
 
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
 class NcclCommunicator final : public Communicator {
  public:
-  // Collective over `mpi`, which this object frees if `owned` (a split's communicator).
-  NcclCommunicator(MPI_Comm mpi, bool owned, int device);
+  // Collective over `mpi`, which this object frees if `owned` (a split's communicator). With
+  // `parent`, split from it (ncclCommSplit, collective over the parent's ranks with the colour
+  // and key `mpi` was split by); without, a communicator of its own whose id rank 0 sends
+  // over MPI. Either runs under the deadline of `timeout` seconds.
+  NcclCommunicator(MPI_Comm mpi, bool owned, int device, double timeout, ncclComm_t parent = nullptr,
+                   int color = 0, int key = 0);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -81,25 +98,31 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Work> batch_isend_irecv(std::vector<PointToPoint> ops) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
 
-  // Blocks until `launch` has finished; past the deadline or on an NCCL/CUDA error, ends the
-  // job with one line about `what`.
-  void wait_for(Launch& launch, const std::string& what);
+  // The caller's current stream waits for `launch` on the device; the host does not.
+  void order_after(const Launch& launch);
+  // Blocks the host until `launch` has finished; past the deadline or on an NCCL/CUDA error,
+  // ends the job with one line about it.
+  void wait_for(const Launch& launch);
 
  private:
   void release();
   void check_buffer(const char* op, const at::Tensor& t) const;
   void check_peer(const char* op, int peer) const;
   std::string describe(const char* op, int peer) const;
-  // Launches a collective or a group; `what` names it if its enqueue stalls.
+  // Launches a collective or a group on the communicator's stream, after what the caller's
+  // stream has queued so far; `what` names it in any failure.
   template <class Enqueue>
-  std::shared_ptr<Launch> launch(Enqueue enqueue, const std::string& what);
-  std::shared_ptr<Launch> record();
+  std::shared_ptr<Launch> launch(Enqueue enqueue, const std::string& what, const std::vector<at::Tensor>& tensors);
   // The communicator is non-blocking, so that connecting to a peer that never comes cannot
-  // hang this thread inside NCCL: an enqueue may answer ncclInProgress, and this polls until
-  // NCCL has settled, against the deadline counted from `start`.
+  // hang this thread inside NCCL: init, split and an enqueue may answer ncclInProgress, and
+  // this polls until NCCL has settled, against the deadline counted from `start`.
   void settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start);
   // One poll's verdict on the deadline and NCCL's error state; ends the job when either failed.
   void check_alive(const std::string& what, Clock::time_point start);
+  // The watchdog thread: follows every launch in flight, whether or not a host thread waits
+  // for it (Work::wait leaves the host free), and ends the job within one poll (50 ms) of a
+  // launch passing the deadline or of NCCL reporting an error (a peer that died).
+  void watch();
   [[noreturn]] void abort_job(const std::string& line);
 
   MPI_Comm mpi_;  // for setup and split only; data moves through NCCL
@@ -107,21 +130,32 @@ class NcclCommunicator final : public Communicator {
   int device_;
   int rank_ = 0, size_ = 1;
   std::vector<int> world_ranks_;  // MPI_COMM_WORLD ranks, for messages
+  std::string host_;
   ncclComm_t nccl_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t caller_ready_ = nullptr;  // where the caller's stream was at a launch
   int* barrier_word_ = nullptr;
+
+  std::mutex mutex_;  // guards in_flight_ and stopping_, shared with the watchdog
+  std::condition_variable wake_;
+  std::vector<std::shared_ptr<Launch>> in_flight_;
+  bool stopping_ = false;
+  std::thread watchdog_;
 };
 
+// What a Work's wait() means on CUDA tensors, as torch.distributed's NCCL work: the caller's
+// current stream, and so every kernel queued on it later, waits for the operation on the
+// device; the host goes on. A tensor received or reduced is then ready for the next kernel
+// and for a copy to the host. The deadline is the watchdog's, counted from the launch.
 class NcclWork final : public Work {
  public:
-  NcclWork(NcclCommunicator* owner, std::shared_ptr<Launch> launch, std::string what,
-           std::vector<at::Tensor> keep_alive)
-      : owner_(owner), launch_(std::move(launch)), what_(std::move(what)), keep_alive_(std::move(keep_alive)) {}
+  NcclWork(NcclCommunicator* owner, std::shared_ptr<Launch> launch, std::vector<at::Tensor> keep_alive)
+      : owner_(owner), launch_(std::move(launch)), keep_alive_(std::move(keep_alive)) {}
   ~NcclWork() override { wait(); }
 
   void wait() override {
     if (!launch_) return;
-    owner_->wait_for(*launch_, what_);
+    owner_->order_after(*launch_);
     launch_.reset();
     keep_alive_.clear();
   }
@@ -129,41 +163,47 @@ class NcclWork final : public Work {
  private:
   NcclCommunicator* owner_;
   std::shared_ptr<Launch> launch_;
-  std::string what_;
   std::vector<at::Tensor> keep_alive_;
 };
 
-NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device) : mpi_(mpi), owned_(owned), device_(device) {
+NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device, double timeout, ncclComm_t parent, int color,
+                                   int key)
+    : mpi_(mpi), owned_(owned), device_(device), host_(host_name()) {
+  set_timeout_seconds(timeout);
   MPI_Comm_rank(mpi_, &rank_);
   MPI_Comm_size(mpi_, &size_);
   world_ranks_ = world_ranks_of(mpi_);
   try {
     cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-    // Rank 0 broadcasts even when creating the id failed, with a flag, so that the other
-    // ranks fail with it instead of waiting in MPI_Bcast forever.
-    struct {
-      ncclUniqueId id;
-      int ok;
-    } shared{};
-    std::string rank0_error;
-    if (rank_ == 0) {
-      ncclResult_t rc = ncclGetUniqueId(&shared.id);
-      shared.ok = rc == ncclSuccess;
-      if (!shared.ok) rank0_error = ncclGetErrorString(rc);
-    }
-    MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, mpi_);
-    if (!shared.ok) throw std::runtime_error("ncclGetUniqueId on rank 0 failed" + (rank0_error.empty() ? "" : ": " + rank0_error));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // see settle()
-    ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, shared.id, rank_, &config);
-    // The ranks are all alive here (they just answered MPI_Bcast), so this wait is bounded.
-    while (rc == ncclInProgress) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      ncclCommGetAsyncError(nccl_, &rc);
+    const auto start = Clock::now();
+    if (parent) {
+      settle(ncclCommSplit(parent, color, key, &nccl_, &config), describe("ncclCommSplit", -1), start);
+    } else {
+      // Rank 0 broadcasts even when creating the id failed, with a flag, so that the other
+      // ranks fail with it instead of waiting in MPI_Bcast forever.
+      struct {
+        ncclUniqueId id;
+        int ok;
+      } shared{};
+      std::string rank0_error;
+      if (rank_ == 0) {
+        ncclResult_t rc = ncclGetUniqueId(&shared.id);
+        shared.ok = rc == ncclSuccess;
+        if (!shared.ok) rank0_error = ncclGetErrorString(rc);
+      }
+      MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, mpi_);
+      if (!shared.ok)
+        throw std::runtime_error("ncclGetUniqueId on rank 0 failed" + (rank0_error.empty() ? "" : ": " + rank0_error));
+      settle(ncclCommInitRankConfig(&nccl_, size_, shared.id, rank_, &config), describe("ncclCommInitRank", -1), start);
     }
-    nccl_check(rc, "ncclCommInitRankConfig", nccl_);
-    cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");  // blocking: see the header
+    // Not blocking: ordered against the caller's stream by events (launch, order_after) only,
+    // so the caller's kernels run while NCCL's do.
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    cuda_check(cudaEventCreateWithFlags(&caller_ready_, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&barrier_word_), sizeof(int)), "cudaMalloc");
+    watchdog_ = std::thread([this] { watch(); });
   } catch (...) {
     release();
     throw;
@@ -173,6 +213,20 @@ NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device) : mpi_(
 NcclCommunicator::~NcclCommunicator() { release(); }
 
 void NcclCommunicator::release() {
+  // Nothing is left in flight: each launch finishes, or the job ends past its deadline.
+  std::vector<std::shared_ptr<Launch>> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    left = in_flight_;
+  }
+  for (const auto& l : left) wait_for(*l);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    in_flight_.clear();
+  }
+  wake_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
   if (nccl_) {
     // Finalize flushes what was issued; bounded by the timeout so a dead peer cannot hold
     // the exit, after which destroy would wait too: abort instead.
@@ -187,8 +241,9 @@ void NcclCommunicator::release() {
     else ncclCommAbort(nccl_);
   }
   if (barrier_word_) cudaFree(barrier_word_);
+  if (caller_ready_) cudaEventDestroy(caller_ready_);
   if (stream_) cudaStreamDestroy(stream_);
-  nccl_ = nullptr, barrier_word_ = nullptr, stream_ = nullptr;
+  nccl_ = nullptr, barrier_word_ = nullptr, caller_ready_ = nullptr, stream_ = nullptr;
   int finalised = 0;
   MPI_Finalized(&finalised);
   if (owned_ && !finalised) MPI_Comm_free(&mpi_);
@@ -209,10 +264,13 @@ void NcclCommunicator::check_peer(const char* op, int peer) const {
                                 std::to_string(size_));
 }
 
-// "rank R: OP with peer P" (or "with peers A,B" for a collective), in MPI_COMM_WORLD ranks.
+// "rank R (HOST, cuda:D): OP with peer P" (or "with peers A,B" for a collective), in
+// MPI_COMM_WORLD ranks.
 std::string NcclCommunicator::describe(const char* op, int peer) const {
   if (peer < 0 && size_ == 2) peer = 1 - rank_;
-  std::string what = "rank " + std::to_string(world_ranks_[rank_]) + ": " + op + " with ";
+  std::string what = "rank " + std::to_string(world_ranks_[rank_]) + " (" + host_ + ", cuda:" +
+                     std::to_string(device_) + "): " + op + " with ";
+  if (size_ == 1) return what + "no peer";
   if (peer >= 0) return what + "peer " + std::to_string(world_ranks_[peer]);
   what += "peers ";
   for (int i = 0, named = 0; i < size_; ++i)
@@ -241,7 +299,7 @@ std::unique_ptr<Work> NcclCommunicator::batch_isend_irecv(std::vector<PointToPoi
     if (op_names.find(name) == std::string::npos) op_names += std::string(op_names.empty() ? "" : "+") + name;
     if (op.peer != peer) peer = -1;
   }
-  if (ops.empty()) return std::make_unique<NcclWork>(this, nullptr, "", std::move(keep_alive));
+  if (ops.empty()) return std::make_unique<NcclWork>(this, nullptr, std::move(keep_alive));
   const std::string what = describe(op_names.c_str(), peer);
   auto done = launch([&] {
     nccl_check(ncclGroupStart(), "ncclGroupStart");
@@ -254,23 +312,35 @@ std::unique_ptr<Work> NcclCommunicator::batch_isend_irecv(std::vector<PointToPoi
     }
     ncclResult_t end = ncclGroupEnd();  // always closed, even after a failed enqueue
     return first_error != ncclSuccess && first_error != ncclInProgress ? first_error : end;
-  }, what);
-  return std::make_unique<NcclWork>(this, done, what, std::move(keep_alive));
-}
-
-std::shared_ptr<Launch> NcclCommunicator::record() {
-  auto launch = std::make_shared<Launch>();
-  cuda_check(cudaEventCreateWithFlags(&launch->done, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(launch->done, stream_), "cudaEventRecord");
-  return launch;
+  }, what, keep_alive);
+  return std::make_unique<NcclWork>(this, done, std::move(keep_alive));
 }
 
 template <class Enqueue>
-std::shared_ptr<Launch> NcclCommunicator::launch(Enqueue enqueue, const std::string& what) {
-  const auto start = Clock::now();
+std::shared_ptr<Launch> NcclCommunicator::launch(Enqueue enqueue, const std::string& what,
+                                                 const std::vector<at::Tensor>& tensors) {
+  auto l = std::make_shared<Launch>();
+  l->what = what;
+  l->start = Clock::now();
   cuda_check(cudaSetDevice(device_), "cudaSetDevice");
-  settle(enqueue(), what, start);
-  return record();
+  // The tensors are complete once what the caller's stream has queued so far has run.
+  const auto index = static_cast<c10::DeviceIndex>(device_);
+  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
+  cuda_check(cudaEventRecord(caller_ready_, caller.stream()), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(stream_, caller_ready_, 0), "cudaStreamWaitEvent");
+  // The caching allocator must not hand their memory to the caller's stream again before
+  // NCCL is done with it, even if the caller drops them before waiting.
+  const c10::cuda::CUDAStream comm = c10::cuda::getStreamFromExternal(stream_, index);
+  for (const at::Tensor& t : tensors)
+    if (t.defined() && t.is_cuda()) c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), comm);
+  settle(enqueue(), what, l->start);
+  cuda_check(cudaEventCreateWithFlags(&l->done, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventRecord(l->done, stream_), "cudaEventRecord");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_flight_.push_back(l);
+  }
+  return l;
 }
 
 void NcclCommunicator::settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start) {
@@ -297,14 +367,22 @@ void NcclCommunicator::check_alive(const std::string& what, Clock::time_point st
   }
 }
 
-void NcclCommunicator::wait_for(Launch& launch, const std::string& what) {
-  const auto start = Clock::now();
+void NcclCommunicator::order_after(const Launch& launch) {
+  const cudaError_t state = cudaEventQuery(launch.done);
+  if (state == cudaSuccess) return;
+  if (state != cudaErrorNotReady) abort_job(launch.what + " failed: " + cudaGetErrorString(state));
+  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_));
+  cuda_check(cudaStreamWaitEvent(caller.stream(), launch.done, 0), "cudaStreamWaitEvent");
+}
+
+void NcclCommunicator::wait_for(const Launch& launch) {
   auto nap = std::chrono::microseconds(1);
   for (int polls = 0;; ++polls) {
     const cudaError_t state = cudaEventQuery(launch.done);
     if (state == cudaSuccess) return;
-    if (state != cudaErrorNotReady) abort_job(what + " failed: " + cudaGetErrorString(state));
-    check_alive(what, start);
+    if (state != cudaErrorNotReady) abort_job(launch.what + " failed: " + cudaGetErrorString(state));
+    check_alive(launch.what, launch.start);
     // Spin briefly for small messages, then nap (up to 200 us) so a waiting rank does not
     // take a core from the process it waits for.
     if (polls > 1000) {
@@ -314,8 +392,28 @@ void NcclCommunicator::wait_for(Launch& launch, const std::string& what) {
   }
 }
 
+void NcclCommunicator::watch() {
+  // CUDA's runtime calls below act on this thread's current device.
+  if (cudaSetDevice(device_) != cudaSuccess) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(50));
+    if (stopping_) break;
+    std::vector<std::shared_ptr<Launch>> still;
+    for (const auto& l : in_flight_) {
+      const cudaError_t state = cudaEventQuery(l->done);
+      if (state == cudaSuccess) continue;
+      if (state != cudaErrorNotReady) abort_job(l->what + " failed: " + cudaGetErrorString(state));
+      check_alive(l->what, l->start);  // ends the job past the deadline or on NCCL's error
+      still.push_back(l);
+    }
+    in_flight_.swap(still);
+  }
+}
+
 // ncclCommAbort first: it stops this rank's kernels, which would otherwise keep the GPU
-// (and MPI_Abort's exit) waiting on a peer that is never coming.
+// (and MPI_Abort's exit) waiting on a peer that is never coming. The watchdog calls this from
+// its own thread, where MPI_Abort is the one MPI call made: the job is ending either way.
 void NcclCommunicator::abort_job(const std::string& line) {
   std::fprintf(stderr, "graphtune: error: %s\n", line.c_str());
   std::fflush(stderr);
@@ -330,8 +428,9 @@ std::unique_ptr<Work> NcclCommunicator::iall_reduce_sum(at::Tensor& tensor) {
   const ncclDataType_t type = sum_type("iall_reduce_sum", tensor);
   void* data = tensor.data_ptr();
   const std::string what = describe("all_reduce_sum", -1);
-  auto done = launch([&] { return ncclAllReduce(data, data, tensor.numel(), type, ncclSum, nccl_, stream_); }, what);
-  return std::make_unique<NcclWork>(this, done, what, std::vector<at::Tensor>{tensor});
+  auto done = launch([&] { return ncclAllReduce(data, data, tensor.numel(), type, ncclSum, nccl_, stream_); }, what,
+                     {tensor});
+  return std::make_unique<NcclWork>(this, done, std::vector<at::Tensor>{tensor});
 }
 
 at::Tensor NcclCommunicator::all_gather(const at::Tensor& tensor) {
@@ -343,8 +442,8 @@ at::Tensor NcclCommunicator::all_gather(const at::Tensor& tensor) {
   const std::string what = describe("all_gather", -1);
   auto done = launch([&] {
     return ncclAllGather(tensor.data_ptr(), out.data_ptr(), tensor.nbytes(), ncclChar, nccl_, stream_);
-  }, what);
-  NcclWork(this, done, what, {tensor, out}).wait();
+  }, what, {tensor, out});
+  NcclWork(this, done, {tensor, out}).wait();
   return out;
 }
 
@@ -356,26 +455,29 @@ void NcclCommunicator::broadcast(at::Tensor& tensor, int root) {
   void* data = tensor.data_ptr();
   // A receiving rank waits on the root in the first place; the root waits on everyone.
   const std::string what = describe("broadcast", rank_ == root ? -1 : root);
-  auto done = launch([&] { return ncclBroadcast(data, data, tensor.nbytes(), ncclChar, root, nccl_, stream_); }, what);
-  NcclWork(this, done, what, {tensor}).wait();
+  auto done = launch([&] { return ncclBroadcast(data, data, tensor.nbytes(), ncclChar, root, nccl_, stream_); }, what,
+                     {tensor});
+  NcclWork(this, done, {tensor}).wait();
 }
 
+// The one operation the host itself waits for: every rank has reached it when it returns.
 void NcclCommunicator::barrier() {
   const std::string what = describe("barrier", -1);
-  auto done = launch([&] { return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, nccl_, stream_); }, what);
-  NcclWork(this, done, what, {}).wait();
+  auto done = launch([&] { return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, nccl_, stream_); }, what,
+                     {});
+  wait_for(*done);
 }
 
+// ncclCommSplit shares the parent's connections and setup instead of a new id and init. The
+// MPI communicator is split alongside for the new one's world ranks and later splits.
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   if (color < 0) throw std::invalid_argument("split: colour must be >= 0, got " + std::to_string(color));
-  // MPI_Comm_split and the new NCCL id's MPI_Bcast have no timeout; once every rank has
-  // passed this barrier all of them are alive and about to call them.
+  // MPI_Comm_split has no timeout; once every rank has passed this barrier all of them are
+  // alive and about to call it. The NCCL split runs under the deadline.
   barrier();
   MPI_Comm sub;
   MPI_Comm_split(mpi_, color, key, &sub);
-  auto result = std::make_unique<NcclCommunicator>(sub, true, device_);
-  result->set_timeout_seconds(timeout_seconds());
-  return result;
+  return std::make_unique<NcclCommunicator>(sub, true, device_, timeout_seconds(), nccl_, color, key);
 }
 
 // This process's GPU: its rank among the ranks on this host, modulo the devices it sees.
@@ -425,9 +527,7 @@ extern "C" __attribute__((visibility("default"))) gt::Communicator* graphtune_nc
       gt::put(error, error_size, problem.empty() ? "another rank has no usable CUDA device" : problem);
       return nullptr;
     }
-    auto* result = new gt::NcclCommunicator(comm, false, gt::local_rank(comm) % count);
-    result->set_timeout_seconds(timeout_seconds);
-    return result;
+    return new gt::NcclCommunicator(comm, false, gt::local_rank(comm) % count, timeout_seconds);
   } catch (const std::exception& e) {
     gt::put(error, error_size, e.what());
     return nullptr;

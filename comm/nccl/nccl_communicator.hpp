@@ -10,19 +10,26 @@
 // - Setup as llm.c does: rank 0 creates the NCCL id, MPI_Bcast shares it; each rank takes GPU
 //   (local rank % device count), the local rank from OMPI_COMM_WORLD_LOCAL_RANK (or MPI's
 //   shared-memory split elsewhere). Tensors must be contiguous and on that GPU.
-// - Kernels run on a CUDA stream the communicator owns, created as a blocking stream: it is
-//   ordered with the legacy default stream, where libtorch runs its kernels unless a caller
-//   switches streams, so a tensor is complete before NCCL reads it with no extra event.
+// - Kernels run on a CUDA stream the communicator owns, not blocking: each launch waits for
+//   an event recorded on the caller's current stream (the tensors are complete), and a Work's
+//   wait() makes the caller's current stream wait for the launch's event. The host does not
+//   wait (barrier() alone blocks it), so compute goes on while NCCL's kernels run, as with
+//   torch.distributed's NCCL work. Each tensor is recorded on the stream with the caching
+//   allocator, so its memory is not reused before NCCL is done with it.
+// - Group communicators are split from their parent with ncclCommSplit.
 // - NCCL has no tags; messages between a pair match in the order they are launched, and a
 //   send finishes only once its receiver has posted the receive. isend and irecv launch at
 //   once, each a group of its own; batch_isend_irecv launches its ops together in one
 //   ncclGroupStart/ncclGroupEnd, so two ranks sending to each other do so in one group. The
 //   pipeline schedules are built that way, and their simulator proves them against exactly
 //   these semantics (layout/schedule_sim.hpp).
-// - Waits poll cudaEventQuery and ncclCommGetAsyncError against the deadline. On expiry or
-//   an NCCL error the rank prints one line, as the MPI backend does,
-//     graphtune: error: rank R: OP with peer P timed out after T s (the peer never answered)
-//   then ncclCommAbort and MPI_Abort end the job.
+// - Deadlines: init, split and every enqueue poll NCCL under the job's deadline. A watchdog
+//   thread follows every launch in flight, whether or not a host thread waits for it, and on
+//   a launch past the deadline, an NCCL error (a peer that died) or a CUDA error prints one
+//   line naming the rank, its host and GPU, the operation and the peer,
+//     graphtune: error: rank R (HOST, cuda:D): OP with peer P timed out after T s (the peer never answered)
+//   then ncclCommAbort and MPI_Abort end the job. Destroying the communicator first waits for
+//   what is in flight, under the same deadline.
 // - Sums: float32/64, float16, bfloat16 (unlike MPI), int8, uint8, int32, int64.
 // - A Work refers to its communicator: wait for it before the communicator is destroyed.
 #include <cstddef>
