@@ -120,7 +120,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");
   sub->add_option("--seed", a->seed, "sampling seed (0 = from the clock)");
   sub->add_option("--dtype", a->dtype, "fp32 or bf16");
-  sub->add_option("--device", a->device, "auto, cpu or cuda (auto: the CPU until the CUDA path lands)");
+  sub->add_option("--device", a->device, "auto, cpu or cuda (auto: this rank's GPU where libtorch sees one, else the CPU)");
   sub->add_option("--threads", a->threads, "CPU threads (0 = libtorch's default, OMP_NUM_THREADS)");
   sub->add_flag("--no-kv-cache", a->no_kv_cache,
                 "recompute the whole sequence for every new token (the baseline the KV cache is measured against)");

@@ -136,6 +136,11 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t caller_ready_ = nullptr;  // where the caller's stream was at a launch
   int* barrier_word_ = nullptr;
 
+  // Launches come from the thread that calls backward and from autograd's device
+  // thread (gradient hooks, the tensor-parallel linears' backward), never at once: backward
+  // blocks its caller. This lock makes that so for the communicator's own state whatever a
+  // caller does; the order of collectives across ranks stays the callers' to keep.
+  std::mutex launch_mutex_;
   std::mutex mutex_;  // guards in_flight_ and stopping_, shared with the watchdog
   std::condition_variable wake_;
   std::vector<std::shared_ptr<Launch>> in_flight_;
@@ -319,6 +324,7 @@ std::unique_ptr<Work> NcclCommunicator::batch_isend_irecv(std::vector<PointToPoi
 template <class Enqueue>
 std::shared_ptr<Launch> NcclCommunicator::launch(Enqueue enqueue, const std::string& what,
                                                  const std::vector<at::Tensor>& tensors) {
+  std::lock_guard<std::mutex> serial(launch_mutex_);
   auto l = std::make_shared<Launch>();
   l->what = what;
   l->start = Clock::now();
