@@ -18,7 +18,8 @@
 #             matching, stage 2 (linqs has no text: a fresh encoder, and no stage 1, which matches
 #             graph tokens to titles);
 #   labels    the grounding also learns the training papers' classes ([data].instructions in
-#             stage grounding: each is grounded in its class's text), then the same stages;
+#             stage grounding: each is grounded in its class's text, on its record's subgraph;
+#             encoder dropout 0.5, 600 steps), then the same stages;
 #   lora      labels' encoder and stage 1, and stage 2 trains LoRA adapters on the frozen LLM
 #             too ([training].trainable = "projector+lora", rank 8 on q_proj and v_proj, lr 2e-3);
 #   lora_all  the same, stage 2 on every training paper (one epoch).
@@ -71,7 +72,7 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
   case $name in
     graphgpt) [ "$graph" = linqs ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" >&2 ;;
     labels) "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
-              --data.instructions "$dir/train.json" >&2 ;;
+              --data.instructions "$dir/train.json" --model.encoder_dropout 0.5 --training.steps 600 >&2 ;;
     lora*) from=$dir/labels
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; }
            tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;

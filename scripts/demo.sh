@@ -104,7 +104,8 @@ stage data build_records
 [ $REAL = 1 ] || stage lm "$GT" train --config configs/demo/lm.toml --pp "$PP" "${PATHS[@]}" --job.out_dir "$RUN/lm" \
   --data.instructions "$DATA/node_classification_warmup.json" "$@"
 GROUNDING=()
-[ $REAL = 0 ] || GROUNDING=(--data.instructions "$DATA/node_classification_labels.json")
+[ $REAL = 0 ] || GROUNDING=(--data.instructions "$DATA/node_classification_labels.json" --model.encoder_dropout 0.5
+  --training.steps 600)
 stage grounding "$GT" train --config configs/demo/grounding.toml "${PATHS[@]}" --job.out_dir "$RUN/grounding" \
   "${GROUNDING[@]}" "$@"
 # --real: stage 2 also trains LoRA adapters on the frozen LLM (the best row of docs/quality.md);

@@ -96,6 +96,32 @@ torch::Tensor eval_rows(GraphEncoder& encoder, const TextGraph& graph, const std
   return rows;
 }
 
+// The subgraphs side by side, as one graph: their features stacked, their edges shifted to
+// their rows; `centres` receives each one's first row.
+GraphInputs subgraph_batch(const TextGraph& g, const std::vector<const LabelledSubgraph*>& parts,
+                           const torch::Device& device, std::vector<int64_t>& centres) {
+  std::vector<int64_t> rows, src, dst;
+  centres.clear();
+  for (const LabelledSubgraph* p : parts) {
+    const auto base = static_cast<int64_t>(rows.size());
+    centres.push_back(base);
+    rows.insert(rows.end(), p->nodes.begin(), p->nodes.end());
+    for (size_t e = 0; e < p->edges[0].size(); ++e) {
+      src.push_back(base + p->edges[0][e]);
+      dst.push_back(base + p->edges[1][e]);
+    }
+  }
+  std::vector<float> x;
+  x.reserve(rows.size() * static_cast<size_t>(g.feature_dim));
+  for (int64_t v : rows)
+    x.insert(x.end(), g.features.begin() + v * g.feature_dim, g.features.begin() + (v + 1) * g.feature_dim);
+  GraphInputs in;
+  in.x = torch::from_blob(x.data(), {static_cast<int64_t>(rows.size()), g.feature_dim}, torch::kFloat32).to(device).clone();
+  src.insert(src.end(), dst.begin(), dst.end());
+  in.edge_index = torch::tensor(src, torch::kInt64).view({2, static_cast<int64_t>(dst.size())}).to(device);
+  return in;
+}
+
 // Each class as text: its name and description, word ids in the text encoder's buckets.
 std::pair<torch::Tensor, torch::Tensor> class_text_batch(const TextGraph& graph, int64_t buckets,
                                                          const torch::Device& device) {
@@ -243,8 +269,26 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   std::vector<int32_t> heldout(order.begin(), order.begin() + n_hold), train(order.begin() + n_hold, order.end());
   std::sort(heldout.begin(), heldout.end());
   const int64_t batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(train.size()));
-  std::vector<int32_t> labelled = opts.labelled;
-  const int64_t label_batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(labelled.size()));
+  if (!opts.subgraphs.empty() && opts.subgraphs.size() != opts.labelled.size())
+    fail("grounding", std::to_string(opts.subgraphs.size()) + " subgraphs for " + std::to_string(opts.labelled.size()) +
+                          " labelled nodes");
+  for (size_t i = 0; i < opts.subgraphs.size(); ++i) {
+    const LabelledSubgraph& sg = opts.subgraphs[i];
+    if (sg.nodes.empty() || sg.nodes[0] != opts.labelled[i])
+      fail("grounding", "the subgraph of labelled node " + std::to_string(opts.labelled[i]) + " does not start at it");
+    for (int64_t v : sg.nodes)
+      if (v < 0 || v >= n) fail("grounding", "the subgraph of labelled node " + std::to_string(opts.labelled[i]) +
+                                                 " holds node " + std::to_string(v) + ", not in the graph");
+    for (const auto& side : sg.edges)
+      for (int64_t e : side)
+        if (e < 0 || e >= static_cast<int64_t>(sg.nodes.size()))
+          fail("grounding", "the subgraph of labelled node " + std::to_string(opts.labelled[i]) + " has an edge to " +
+                                std::to_string(e) + ", outside its " + std::to_string(sg.nodes.size()) + " nodes");
+  }
+  // Positions into opts.labelled (and opts.subgraphs), reshuffled every pass.
+  std::vector<int32_t> label_slot(opts.labelled.size());
+  std::iota(label_slot.begin(), label_slot.end(), 0);
+  const int64_t label_batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(label_slot.size()));
 
   std::vector<std::vector<int64_t>> words(n);
   for (int32_t i = 0; i < n; ++i) words[i] = hashed_word_ids(node_text(graph.nodes[i]), opts.text_buckets);
@@ -273,7 +317,7 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   encoder->train();
   text->train();
   // Both cursors reshuffle at the first step.
-  size_t cursor = train.size(), label_cursor = labelled.size();
+  size_t cursor = train.size(), label_cursor = label_slot.size();
   std::vector<int32_t> nodes(static_cast<size_t>(batch)), label_nodes(static_cast<size_t>(label_batch));
   std::vector<int64_t> label_of(static_cast<size_t>(label_batch));
   for (int64_t step = 1; step <= opts.steps; ++step) {
@@ -292,14 +336,27 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
                                           logit_scale);
     }
     if (label_batch > 0) {
-      if (label_cursor + static_cast<size_t>(label_batch) > labelled.size()) {
-        shuffle(labelled);
+      if (label_cursor + static_cast<size_t>(label_batch) > label_slot.size()) {
+        shuffle(label_slot);
         label_cursor = 0;
       }
-      std::copy(labelled.begin() + label_cursor, labelled.begin() + label_cursor + label_batch, label_nodes.begin());
+      std::vector<const LabelledSubgraph*> parts;
+      for (size_t i = 0; i < label_nodes.size(); ++i) {
+        const auto slot = static_cast<size_t>(label_slot[label_cursor + i]);
+        label_nodes[i] = opts.labelled[slot];
+        label_of[i] = graph.nodes[label_nodes[i]].label;
+        if (!opts.subgraphs.empty()) parts.push_back(&opts.subgraphs[slot]);
+      }
       label_cursor += static_cast<size_t>(label_batch);
-      for (size_t i = 0; i < label_nodes.size(); ++i) label_of[i] = graph.nodes[label_nodes[i]].label;
-      auto g = F::normalize(all.index_select(0, index_tensor(label_nodes, device)), F::NormalizeFuncOptions().dim(1));
+      torch::Tensor rows;
+      if (parts.empty()) {
+        rows = all.index_select(0, index_tensor(label_nodes, device));
+      } else {
+        std::vector<int64_t> centres;
+        const GraphInputs sub = subgraph_batch(graph, parts, device, centres);
+        rows = encoder->forward(sub.x, sub.edge_index).index_select(0, torch::tensor(centres, torch::kInt64).to(device));
+      }
+      auto g = F::normalize(rows, F::NormalizeFuncOptions().dim(1));
       auto c = F::normalize(text->forward(class_ids, class_offsets), F::NormalizeFuncOptions().dim(1));
       auto target = torch::tensor(label_of, torch::kInt64).to(device);
       loss = loss + F::cross_entropy(logit_scale.exp() * torch::matmul(g, c.t()), target);

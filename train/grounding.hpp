@@ -27,6 +27,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -65,6 +66,13 @@ class BagOfWordsEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BagOfWordsEncoder);
 
+// A node-classification record's graph: node ids of the graph, the centre first, and edges
+// between them as indices into `nodes` (GraphGPT's node_list and edge_index).
+struct LabelledSubgraph {
+  std::vector<int64_t> nodes;
+  std::array<std::vector<int64_t>, 2> edges;
+};
+
 struct GroundingOptions {
   int64_t steps = 300;
   int64_t batch_nodes = 64;       // nodes per contrastive batch (distinct, from the training set)
@@ -77,6 +85,10 @@ struct GroundingOptions {
   // Nodes whose class the grounding learns (their labels are the graph's), cycled in batches of
   // batch_nodes; empty: the texts alone.
   std::vector<int32_t> labelled;
+  // Empty, or one per labelled node: the subgraph its record gives it, which the graph stages
+  // encode it in. Each batch of labelled nodes is then encoded that way (the subgraphs side by
+  // side in one forward, each node's row its centre's), not as rows of the whole graph.
+  std::vector<LabelledSubgraph> subgraphs;
   std::string problem() const;    // "" when consistent, else what is wrong
 };
 

@@ -19,10 +19,11 @@ namespace gt {
 namespace {
 
 // The centre nodes of node-classification records of `graph`, whose labels the grounding
-// learns. Each record must be one: of this graph (its id's dataset), answered with its centre
-// node's class name; anything else is named in one line.
-std::vector<int32_t> labelled_nodes(const std::string& path, const TextGraph& graph) {
-  std::vector<int32_t> out;
+// learns, each with its record's subgraph (the graph stages encode it in that). Each record must
+// be one: of this graph (its id's dataset), answered with its centre node's class name; anything
+// else is named in one line.
+void labelled_nodes(const std::string& path, const TextGraph& graph, GroundingOptions& opts) {
+  std::vector<int32_t>& out = opts.labelled;
   for (const InstructionRecord& r : read_instructions(path)) {
     const std::string where = path + ": record " + r.id;
     if (r.dataset != graph.name)
@@ -35,8 +36,8 @@ std::vector<int32_t> labelled_nodes(const std::string& path, const TextGraph& gr
       fail(where, "is not a node-classification record: its answer is not node " + std::to_string(v) + "'s class '" +
                       cls + "'");
     out.push_back(v);
+    opts.subgraphs.push_back({r.graphs[0].node_list, r.graphs[0].edge_index});
   }
-  return out;
 }
 
 }  // namespace
@@ -53,7 +54,7 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   opts.weight_decay = cfg.optimizer.weight_decay;
   opts.seed = static_cast<uint64_t>(cfg.training.seed);
   if (auto p = opts.problem(); !p.empty()) fail(cfg.where("training", ""), p);
-  if (!cfg.data.instructions.empty()) opts.labelled = labelled_nodes(cfg.data.instructions, graph);
+  if (!cfg.data.instructions.empty()) labelled_nodes(cfg.data.instructions, graph, opts);
   if (opts.labelled.empty() && !has_node_texts(graph))
     fail(cfg.data.graph, "the graph '" + graph.name +
                              "' has no node titles or texts to ground the encoder in; give it labelled records "
@@ -69,12 +70,19 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
   encoder->to(device);  // the graph's features and the text encoder follow it
+  // In training mode throughout, the grounding takes [model].encoder_dropout where it is set,
+  // else the encoder's own (0.1 for a fresh one, as GraphGPT's).
+  if (cfg.model.encoder_dropout > 0) encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
   const std::string in = has_node_texts(graph) ? opts.labelled.empty() ? "their texts" : "their texts and the classes of "
                                                 : "the classes of ";
-  std::fprintf(stderr, "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s, %lld steps of %lld nodes, grounded in %s%s\n",
+  std::fprintf(stderr,
+               "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s (dropout %g), %lld steps of %lld nodes, "
+               "grounded in %s%s\n",
                graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
-               static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes), in.c_str(),
-               opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes (" + cfg.data.instructions + ")").c_str());
+               encoder->config().dropout, static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes),
+               in.c_str(),
+               opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes, each on its record's subgraph (" +
+                                             cfg.data.instructions + ")").c_str());
   double window = 0;
   int64_t in_window = 0;
   GroundingResult r = train_grounding(encoder, graph, opts, [&](int64_t step, double loss, double scale) {

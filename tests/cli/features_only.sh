@@ -46,7 +46,7 @@ expect_fail "graph matching needs titles" "graph matching pairs graph tokens wit
 
 GROUND=("$GT" train --config "$ROOT/configs/demo/grounding.toml" --data.graph "$G" --training.steps 20 --training.log_every 10)
 "${GROUND[@]}" --data.instructions "$TMP/train.json" --job.out_dir "$TMP/ground" >/dev/null 2>"$TMP/ground.err"
-check "grounding in the classes of the 40 training papers alone" grep -q "grounded in the classes of 40 labelled nodes" "$TMP/ground.err"
+check "grounding in the classes of the 40 training papers alone" grep -q "grounded in the classes of 40 labelled nodes, each on its record.s subgraph" "$TMP/ground.err"
 check "grounding reports how many labelled nodes it places at their class" grep -q "nearest class text = label on" "$TMP/ground.err"
 check "the grounded encoder takes the 1433-wide features" "$PY" - "$TMP/ground/graph_encoder.safetensors" <<'PYEOF'
 import json, struct, sys
