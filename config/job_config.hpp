@@ -49,6 +49,7 @@ struct ModelSection {
   // input projection; 0 = none, the encoder then runs in eval mode). GraphGPT's reference trains
   // with 0.1 active (HF Trainer's model.train() reaches the frozen tower). Masks are drawn per
   // graph from [training].seed, the global batch and the record, so every layout draws the same.
+  // Phase grounding, where the encoder trains: its dropout where set (> 0), else its own.
   double encoder_dropout = 0.0;
 
   bool bf16() const { return dtype == DType::kBf16; }
