@@ -121,6 +121,7 @@ void GradReducer::launch(Bucket& b, bool from_hook) {
   const int64_t members = static_cast<int64_t>(b.members.size());
   at::Tensor had_grad = at::empty({members}, at::kFloat);  // built on the host, copied in once
   float* flag = had_grad.data_ptr<float>();
+  b.had_local.assign(static_cast<size_t>(members), false);
   for (int64_t m = 0; m < members; ++m) {
     const at::Tensor& p = params_[b.members[m]];
     at::Tensor slot = b.flat.narrow(0, b.offsets[m], p.numel()).view(p.sizes());
@@ -129,6 +130,7 @@ void GradReducer::launch(Bucket& b, bool from_hook) {
     if (grad.defined()) slot.copy_(grad);
     else slot.zero_();
     flag[m] = grad.defined() ? 1.f : 0.f;
+    b.had_local[static_cast<size_t>(m)] = grad.defined();
   }
   b.flat.narrow(0, b.flat.numel() - members, members).copy_(had_grad);
   b.work = dp_.iall_reduce_sum(b.flat);
@@ -141,19 +143,32 @@ void GradReducer::finish() {
   at::NoGradGuard no_grad;
   for (Bucket& b : buckets_) b.waiting = 0;  // whatever got no gradient goes in as zeros
   launch_ready_buckets(false);
+  const auto take_sum = [this](Bucket& b, int64_t m) {
+    at::Tensor& p = params_[b.members[static_cast<size_t>(m)]];
+    at::Tensor sum = b.flat.narrow(0, b.offsets[static_cast<size_t>(m)], p.numel()).view(p.sizes());
+    if (p.grad().defined()) p.mutable_grad().copy_(sum);
+    else p.mutable_grad() = at::empty_like(p).copy_(sum);  // empty_like keeps the param's layout
+  };
+  std::vector<std::pair<Bucket*, int64_t>> unknown;  // members without a gradient here
+  std::vector<at::Tensor> flags;
   for (Bucket& b : buckets_) {
     b.work->wait();
     b.work.reset();
-    const int64_t members = static_cast<int64_t>(b.members.size());
-    const at::Tensor had_grad = b.flat.narrow(0, b.flat.numel() - members, members).to(at::kCPU).contiguous();
-    const float* flag = had_grad.data_ptr<float>();
+    const auto members = static_cast<int64_t>(b.members.size());
     for (int64_t m = 0; m < members; ++m) {
-      at::Tensor& p = params_[b.members[m]];
-      if (flag[m] == 0) continue;  // no rank had a gradient for it: leave .grad undefined
-      at::Tensor sum = b.flat.narrow(0, b.offsets[m], p.numel()).view(p.sizes());
-      if (p.grad().defined()) p.mutable_grad().copy_(sum);
-      else p.mutable_grad() = at::empty_like(p).copy_(sum);  // empty_like keeps the param's layout
+      if (b.had_local[static_cast<size_t>(m)]) {
+        take_sum(b, m);
+      } else {
+        unknown.emplace_back(&b, m);
+        flags.push_back(b.flat.narrow(0, b.flat.numel() - members + m, 1));
+      }
     }
+  }
+  if (!unknown.empty()) {
+    const at::Tensor any = at::cat(flags).to(at::kCPU).contiguous();
+    const float* had = any.data_ptr<float>();
+    for (size_t i = 0; i < unknown.size(); ++i)
+      if (had[i] != 0) take_sum(*unknown[i].first, unknown[i].second);  // else no rank had one: .grad stays undefined
   }
   reset_step();
 }

@@ -62,7 +62,9 @@ class GradReducer {
   void set_sync(bool sync);
   // After the last backward of a step: starts any bucket not started yet (e.g. a parameter that
   // got no gradient: treated as zeros), waits for all, writes the summed gradients back into
-  // each param.grad(). Called with sync off it still reduces everything.
+  // each param.grad(). Called with sync off it still reduces everything. A parameter with a
+  // gradient here has one in the sum; only whether the others got one anywhere is read back
+  // from the device, in one copy for all buckets, and only when there are such parameters.
   void finish();
   const GradReducerStats& stats() const { return stats_; }
 
@@ -79,6 +81,7 @@ class GradReducer {
     // fp32, one block: the members' gradients, then one "had a gradient" flag per member, so
     // the same reduction tells every rank whether any rank had a gradient for it.
     at::Tensor flat;
+    std::vector<bool> had_local;  // per member: it had a gradient here when the bucket launched
     int64_t waiting = 0;  // members not yet ready in this synchronised backward
     std::unique_ptr<Work> work;
   };

@@ -38,6 +38,7 @@ constexpr c10::DeviceType kFake = c10::DeviceType::PrivateUse1;
 const c10::Device kFakeDevice(kFake, 0);
 
 std::atomic<int64_t> ops_seen{0};
+std::atomic<int64_t> host_reads{0};
 std::atomic<int64_t> plant_countdown{0};  // 0: nothing planted
 std::atomic<int64_t> plant_after_read{0};  // a countdown that starts at the next host read
 
@@ -217,8 +218,10 @@ void copy_between(torch::jit::Stack* stack, bool resize) {
   at::Tensor dst = (*stack)[stack->size() - (resize ? 1 : 2)].toTensor();
   std::vector<Borrowed> borrowed;
   // A copy back to the host is where a step reads its numbers (its loss, its gradient norm).
-  if (on_fake(src) && dst.device().is_cpu() && plant_after_read.load() > 0)
-    plant_countdown.store(plant_after_read.exchange(0));
+  if (on_fake(src) && dst.device().is_cpu()) {
+    host_reads.fetch_add(1);
+    if (plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
+  }
   at::Tensor from = to_host(src, borrowed).toTensor(), to = to_host(dst, borrowed).toTensor();
   if (resize) to.resize_(from.sizes());
   to.copy_(from);
@@ -232,7 +235,10 @@ void fake_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string& name = op.schema().name();
   if (name == "aten::_copy_from") return copy_between(stack, false);
   if (name == "aten::_copy_from_and_resize") return copy_between(stack, true);
-  if (name == "aten::_local_scalar_dense" && plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
+  if (name == "aten::_local_scalar_dense") {
+    host_reads.fetch_add(1);
+    if (plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
+  }
 
   const auto& arguments = op.schema().arguments();
   const size_t n = arguments.size();
@@ -297,5 +303,7 @@ void plant_cpu_tensor(int64_t after, bool after_host_read) {
 }
 
 int64_t fake_device_ops() { return ops_seen.load(); }
+
+int64_t fake_device_host_reads() { return host_reads.load(); }
 
 }  // namespace gt::testing

@@ -27,4 +27,8 @@ void plant_cpu_tensor(int64_t after, bool after_host_read = false);
 // How many operators ran on the fake device so far (the check saw each).
 int64_t fake_device_ops();
 
+// How many times the host read the fake device's memory back so far (a copy to the CPU, or
+// `.item()`): each is a host wait on a GPU.
+int64_t fake_device_host_reads();
+
 }  // namespace gt::testing

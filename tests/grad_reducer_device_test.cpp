@@ -1,8 +1,9 @@
 // The data-parallel GradReducer with parameters on a device that is not the CPU (the fake
 // device of tests/fake_device.hpp): autograd runs a device's backward on a thread of its own,
 // and the reducer's hooks must start every bucket's reduction from there, during backward,
-// with the gradients the CPU computes. A GPU takes the same path; tests/dp_driver.cpp holds
-// the reduction itself to MPI across processes.
+// with the gradients the CPU computes, and finish() must not read the device back when every
+// parameter had a gradient. A GPU takes the same path; tests/dp_driver.cpp holds the reduction
+// itself to MPI across processes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -75,7 +76,9 @@ TEST(GradReducerOnADevice, HooksStartEveryBucketFromAutogradsDeviceThread) {
   reducer.set_sync(true);
   dev.loss(x.to(device)).backward();
   const gt::GradReducerStats during = reducer.stats();
+  const int64_t reads = gt::testing::fake_device_host_reads();
   reducer.finish();
+  EXPECT_EQ(gt::testing::fake_device_host_reads(), reads) << "every parameter had a gradient: nothing to read back";
 
   EXPECT_GE(during.buckets, 3);
   EXPECT_EQ(during.started_during_backward, during.buckets) << "every bucket from a hook, before backward returned";
@@ -87,6 +90,16 @@ TEST(GradReducerOnADevice, HooksStartEveryBucketFromAutogradsDeviceThread) {
     EXPECT_EQ(dev.params[i].grad().device(), device) << i;
     EXPECT_TRUE(torch::allclose(dev.params[i].grad().cpu(), cpu.params[i].grad(), 1e-5, 1e-6)) << i;
   }
+
+  // A parameter without a gradient here: whether any rank had one is read back, once.
+  for (auto& p : dev.params) p.mutable_grad() = torch::Tensor();
+  reducer.set_sync(true);
+  torch::nn::functional::linear(x.to(device), dev.params[0], dev.params[1]).sum().backward();
+  const int64_t before = gt::testing::fake_device_host_reads();
+  reducer.finish();
+  EXPECT_EQ(gt::testing::fake_device_host_reads(), before + 1);
+  EXPECT_TRUE(dev.params[0].grad().defined() && dev.params[1].grad().defined());
+  for (size_t i = 2; i < dev.params.size(); ++i) EXPECT_FALSE(dev.params[i].grad().defined()) << i;
 }
 
 }  // namespace
