@@ -212,16 +212,19 @@ c10::IValue to_fake(const c10::IValue& v, const std::vector<Borrowed>& borrowed)
   return v;
 }
 
+// A copy back to the host or `.item()`: where a step reads its numbers (its loss, its gradient
+// norm), and where a plant counted from the next read starts counting.
+void note_host_read() {
+  host_reads.fetch_add(1);
+  if (plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
+}
+
 // _copy_from(self, dst): the one operator between devices, with no CPU kernel of its own.
 void copy_between(torch::jit::Stack* stack, bool resize) {
   at::Tensor src = (*stack)[stack->size() - (resize ? 2 : 3)].toTensor();
   at::Tensor dst = (*stack)[stack->size() - (resize ? 1 : 2)].toTensor();
   std::vector<Borrowed> borrowed;
-  // A copy back to the host is where a step reads its numbers (its loss, its gradient norm).
-  if (on_fake(src) && dst.device().is_cpu()) {
-    host_reads.fetch_add(1);
-    if (plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
-  }
+  if (on_fake(src) && dst.device().is_cpu()) note_host_read();
   at::Tensor from = to_host(src, borrowed).toTensor(), to = to_host(dst, borrowed).toTensor();
   if (resize) to.resize_(from.sizes());
   to.copy_(from);
@@ -235,10 +238,7 @@ void fake_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string& name = op.schema().name();
   if (name == "aten::_copy_from") return copy_between(stack, false);
   if (name == "aten::_copy_from_and_resize") return copy_between(stack, true);
-  if (name == "aten::_local_scalar_dense") {
-    host_reads.fetch_add(1);
-    if (plant_after_read.load() > 0) plant_countdown.store(plant_after_read.exchange(0));
-  }
+  if (name == "aten::_local_scalar_dense") note_host_read();
 
   const auto& arguments = op.schema().arguments();
   const size_t n = arguments.size();

@@ -146,14 +146,21 @@ TEST(Grounding, DeterministicBySeed) {
 // features alone, as a features-only graph): the labelled nodes' nearest class text is their
 // label, and the other half's far more often than chance, since the encoder learnt the classes
 // from features and neighbours, not the nodes by heart. With texts too, both objectives train.
-TEST(Grounding, LabelsTeachTheClasses) {
-  torch::set_num_threads(1);
+// The small graph without its texts, every even node labelled for the options, the odd ones
+// returned: grounding in the labels alone.
+gt::TextGraph labels_only(gt::GroundingOptions& o, std::vector<int32_t>& others) {
   auto g = small_graph();
   for (auto& v : g.nodes) v.title.clear(), v.text.clear();
-  EXPECT_FALSE(gt::has_node_texts(g));
+  for (int32_t v = 0; v < g.num_nodes(); ++v) (v % 2 ? others : o.labelled).push_back(v);
+  return g;
+}
+
+TEST(Grounding, LabelsTeachTheClasses) {
+  torch::set_num_threads(1);
   auto o = options();
   std::vector<int32_t> others;
-  for (int32_t v = 0; v < g.num_nodes(); ++v) (v % 2 ? others : o.labelled).push_back(v);
+  const auto g = labels_only(o, others);
+  EXPECT_FALSE(gt::has_node_texts(g));
   gt::GraphEncoder enc(small_encoder());
   enc->init_weights(3);
   auto res = gt::train_grounding(enc, g, o);
@@ -194,11 +201,9 @@ std::vector<gt::LabelledSubgraph> neighbourhoods(const gt::TextGraph& g, const s
 
 TEST(Grounding, LabelsOnTheRecordsSubgraphs) {
   torch::set_num_threads(1);
-  auto g = small_graph();
-  for (auto& v : g.nodes) v.title.clear(), v.text.clear();
   auto o = options();
   std::vector<int32_t> others;
-  for (int32_t v = 0; v < g.num_nodes(); ++v) (v % 2 ? others : o.labelled).push_back(v);
+  const auto g = labels_only(o, others);
   o.subgraphs = neighbourhoods(g, o.labelled);
   gt::GraphEncoder enc(small_encoder());
   enc->init_weights(3);
