@@ -30,7 +30,7 @@ from torch_geometric.nn import GCNConv
 from torch_geometric.utils import to_undirected
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
-from graphgpt_reference import GraphTransformer  # noqa: E402  (tested against graphtune's encoder)
+from graphgpt_reference import graph_encoder  # noqa: E402  (tested against graphtune's encoders)
 
 BOOTSTRAP = 2000
 
@@ -221,7 +221,7 @@ def main():
     for spec in args.probe:
         name, path = spec.split("=", 1)
         t0 = time.time()
-        enc = GraphTransformer(load_file(path))
+        enc = graph_encoder(load_file(path))
         ztr, zte = centre_embeddings(enc, train_recs, x), centre_embeddings(enc, test_recs, x)
         row(name, [linear_probe(ztr, y[train], zte, k, 0).numpy()], time.time() - t0,
             "logistic regression on the centre's encoder output")

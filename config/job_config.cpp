@@ -117,6 +117,7 @@ ModelSection read_model(SectionReader& in) {
   m.dtype = in.one_of("model", "dtype", m.dtype, {DType::kFp32, DType::kBf16});
   m.graph_encoder = r.get_string("model", "graph_encoder", m.graph_encoder);
   m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
+  m.graph_encoder_type = in.one_of_names("model", "graph_encoder_type", m.graph_encoder_type, {"gt", "gcn"});
   m.projector = r.get_string("model", "projector", m.projector);
   m.adapter = r.get_string("model", "adapter", m.adapter);
   m.encoder_dropout = r.get_float("model", "encoder_dropout", m.encoder_dropout);

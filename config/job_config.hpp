@@ -42,6 +42,10 @@ struct ModelSection {
   // the projector to start from ("" = fresh; stage 2 starts from stage 1's graph_projector.bin,
   // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
   std::string graph_encoder, graph_encoder_prefix, projector;
+  // A fresh graph encoder's kind, GraphGPT's gnn_type: "gt" (its graph transformer) or "gcn" (the
+  // two-layer GCN of its clip_gcn_arxiv tower). An encoder read from a file is the kind its
+  // tensors or config.json say.
+  std::string graph_encoder_type = "gt";
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;

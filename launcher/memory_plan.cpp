@@ -58,7 +58,8 @@ constexpr double kCudaFragmentation = 0.10;
 // spike past the planned sequence length, and for another process's context.
 constexpr double kSafetyShare = 0.10;
 
-// GraphGPT's graph transformer at width 128: W_P, 3 layers of q/k/v + LayerNorm, inverW_P.
+// GraphGPT's graph transformer at width 128: W_P, 3 layers of q/k/v + LayerNorm, inverW_P. Its
+// GCN ([model].graph_encoder_type = "gcn") is smaller at the same widths; this bounds it.
 int64_t graph_encoder_params(int64_t w) { return (w * w + w) + 3 * (3 * w * w + 2 * w) + (w * w + w); }
 
 struct Sizes {

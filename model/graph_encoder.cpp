@@ -18,11 +18,13 @@ namespace gt {
 
 std::string GraphEncoderConfig::problem() const {
   std::ostringstream ss;
-  if (gnn_input <= 0) ss << "gnn_input must be positive, got " << gnn_input;
-  else if (att_d_model <= 0) ss << "att_d_model must be positive, got " << att_d_model;
+  if (gnn_type != "gt" && gnn_type != "gcn") ss << "gnn_type must be \"gt\" or \"gcn\", got \"" << gnn_type << "\"";
+  else if (gnn_input <= 0) ss << "gnn_input must be positive, got " << gnn_input;
   else if (gnn_output <= 0) ss << "gnn_output must be positive, got " << gnn_output;
-  else if (gt_layers < 0) ss << "gt_layers must not be negative, got " << gt_layers;
-  else if (head <= 0 || att_d_model % head != 0)
+  else if (is_gcn() && gnn_hid <= 0) ss << "gnn_hid must be positive, got " << gnn_hid;
+  else if (!is_gcn() && att_d_model <= 0) ss << "att_d_model must be positive, got " << att_d_model;
+  else if (!is_gcn() && gt_layers < 0) ss << "gt_layers must not be negative, got " << gt_layers;
+  else if (!is_gcn() && (head <= 0 || att_d_model % head != 0))
     ss << "head (" << head << ") must be positive and divide att_d_model (" << att_d_model << ")";
   else if (!(dropout >= 0.0 && dropout < 1.0)) ss << "dropout must be in [0, 1), got " << dropout;
   return ss.str();
@@ -30,8 +32,16 @@ std::string GraphEncoderConfig::problem() const {
 
 GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
   if (auto p = cfg.problem(); !p.empty()) fail("graph encoder config", p);
-  const int64_t D = cfg.att_d_model;
   auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
+  if (cfg.is_gcn()) {
+    gcn_w_.push_back(add_named_param(*this, "vars.0", mk({cfg.gnn_hid, cfg.gnn_input})));
+    gcn_b_.push_back(add_named_param(*this, "vars.1", mk({cfg.gnn_hid})));
+    gcn_w_.push_back(add_named_param(*this, "vars.2", mk({cfg.gnn_output, cfg.gnn_hid})));
+    gcn_b_.push_back(add_named_param(*this, "vars.3", mk({cfg.gnn_output})));
+    init_weights(0);
+    return;
+  }
+  const int64_t D = cfg.att_d_model;
   w_pos_ = add_named_param(*this, "W_pos", mk({1, D}));
   w_p_w_ = add_named_param(*this, "W_P.weight", mk({D, cfg.gnn_input}));
   w_p_b_ = add_named_param(*this, "W_P.bias", mk({D}));
@@ -56,6 +66,11 @@ void GraphEncoderImpl::init_weights(uint64_t seed) {
   auto uniform = [&](torch::Tensor& p, double bound) {
     p.copy_(torch::empty(p.sizes(), torch::kFloat32).uniform_(-bound, bound, gen));
   };
+  if (cfg_.is_gcn()) {
+    for (auto& w : gcn_w_) uniform(w, std::sqrt(6.0 / static_cast<double>(w.size(0) + w.size(1))));
+    for (auto& b : gcn_b_) b.zero_();
+    return;
+  }
   uniform(w_pos_, 0.02);
   // nn.Linear's default: weight and bias uniform(+-1/sqrt(fan_in)).
   const double bp = 1.0 / std::sqrt(static_cast<double>(cfg_.gnn_input));
@@ -141,6 +156,21 @@ void GraphEncoderImpl::set_dropout(double p, const std::string& where) {
   cfg_.dropout = p;
 }
 
+namespace {
+
+// Dropout in training mode; with a seed its mask comes from a CPU generator, where uniform_ is
+// serial, so it depends on the seed alone. Copied to a GPU from pinned memory, so the host does
+// not wait for the device.
+torch::Tensor dropout_of(const torch::Tensor& z, double p, bool training, at::Generator* seeded) {
+  if (!training || p <= 0) return z;
+  if (!seeded) return torch::dropout(z, p, true);
+  auto keep = torch::empty(z.sizes(), torch::kFloat32).uniform_(0.0, 1.0, *seeded).ge(p);
+  auto scale = keep.to(torch::kFloat32).div_(1.0 - p);
+  return z * host_to_device(scale, z.device()).to(z.scalar_type());
+}
+
+}  // namespace
+
 torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
                                         std::optional<uint64_t> dropout_seed) {
   const std::string where = "graph encoder input";
@@ -155,25 +185,23 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
                     std::to_string(cfg_.gnn_input));
   }
   if (!x_in.is_floating_point()) fail(where, "node features must be floating point");
-  const int64_t N = x_in.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
-  auto ei = edges_checked ? shaped_edge_index(edge_index, w_p_w_.device(), where)
-                          : checked_edge_index(edge_index, N, w_p_w_.device(), where);
+  const auto& w0 = first_weight();
+  auto ei = edges_checked ? shaped_edge_index(edge_index, w0.device(), where)
+                          : checked_edge_index(edge_index, x_in.size(0), w0.device(), where);
+  auto x = x_in.to(w0.device(), w0.scalar_type());
+  return cfg_.is_gcn() ? forward_gcn(x, ei, dropout_seed) : forward_gt(x, ei, dropout_seed);
+}
+
+torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::Tensor& ei,
+                                           std::optional<uint64_t> dropout_seed) {
+  const int64_t N = x.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
   auto rows = ei[0], cols = ei[1];
   const int64_t E = rows.size(0);
-
-  auto x = x_in.to(w_p_w_.device(), w_p_w_.scalar_type());
   auto z = torch::linear(x, w_p_w_, w_p_b_);
   if (cfg_.if_pos) z = z + w_pos_;
-  if (is_training() && cfg_.dropout > 0 && dropout_seed) {
-    // Drawn on the CPU, where uniform_ is serial: the mask depends on the seed alone. Copied to
-    // a GPU from pinned memory, so the host does not wait for the device.
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
-    auto keep = torch::empty({N, D}, torch::kFloat32).uniform_(0.0, 1.0, gen).ge(cfg_.dropout);
-    auto scale = keep.to(torch::kFloat32).div_(1.0 - cfg_.dropout);
-    z = z * host_to_device(scale, z.device()).to(z.scalar_type());
-  } else {
-    z = torch::dropout(z, cfg_.dropout, is_training());
-  }
+  std::optional<at::Generator> gen;
+  if (dropout_seed) gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
+  z = dropout_of(z, cfg_.dropout, is_training(), gen ? &*gen : nullptr);
   for (int64_t i = 0; i < cfg_.gt_layers; ++i) {
     auto row_z = z.index_select(0, rows), col_z = z.index_select(0, cols);
     auto q = torch::matmul(row_z, q_[i]).view({E, H, dh});
@@ -190,6 +218,28 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
     z = res;
   }
   return torch::linear(z, inv_w_, inv_b_);
+}
+
+torch::Tensor GraphEncoderImpl::forward_gcn(const torch::Tensor& x, const torch::Tensor& ei,
+                                            std::optional<uint64_t> dropout_seed) {
+  const int64_t N = x.size(0);
+  // add_remaining_self_loops: the edges that are not loops, then one loop per node.
+  auto not_loop = ei[0].ne(ei[1]);
+  auto loops = torch::arange(N, ei.options());
+  auto src = torch::cat({ei[0].masked_select(not_loop), loops});
+  auto dst = torch::cat({ei[1].masked_select(not_loop), loops});
+  auto deg = torch::zeros({N}, x.options()).index_add(0, src, torch::ones(src.sizes(), x.options()));
+  auto inv_sqrt = deg.rsqrt();  // every node has its loop: deg >= 1
+  auto weight = (inv_sqrt.index_select(0, src) * inv_sqrt.index_select(0, dst)).unsqueeze(1);
+  auto propagate = [&](const torch::Tensor& h) {
+    return torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight);
+  };
+  std::optional<at::Generator> gen;
+  if (dropout_seed) gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
+  at::Generator* g = gen ? &*gen : nullptr;
+  auto h = torch::leaky_relu(torch::linear(propagate(dropout_of(x, cfg_.dropout, is_training(), g)), gcn_w_[0], gcn_b_[0]),
+                             0.01);
+  return torch::linear(propagate(dropout_of(h, cfg_.dropout, is_training(), g)), gcn_w_[1], gcn_b_[1]);
 }
 
 }  // namespace gt

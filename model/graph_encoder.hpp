@@ -1,6 +1,7 @@
 #pragma once
-// GraphGPT's graph encoder ("graph transformer", graphgpt/model/graph_layers/graph_transformer.py
-// in HKUDS/GraphGPT) in libtorch:
+// GraphGPT's two graph encoders ("graph towers") in libtorch, the kind its CLIP config names as
+// gnn_type. "gt" is the graph transformer (graphgpt/model/graph_layers/graph_transformer.py in
+// HKUDS/GraphGPT, its clip_gt* towers and released checkpoint):
 //
 //   z = dropout(W_P x [+ W_pos when if_pos]),  dropout 0.1, training mode only
 //   gt_layers times, for every edge (r, c) of edge_index:
@@ -18,6 +19,18 @@
 //   gtLayers.{i}.qTrans / kTrans / vTrans [att_d_model, att_d_model]
 //   gtLayers.{i}.norm.weight / norm.bias [att_d_model]          (when att_norm)
 //   inverW_P.weight [gnn_output, att_d_model], inverW_P.bias [gnn_output]
+//
+// "gcn" is the two-layer GCN of its clip_gcn_arxiv tower (GNN in graph_layers/clip_graph.py), in
+// PyTorch Geometric's message-passing terms (messages from edge_index[0] to edge_index[1]):
+//   every self-loop of edge_index replaced by one per node (add_remaining_self_loops, weight 1);
+//   deg = number of edges leaving each node (edge_index[0]); an edge (j, i) weighs
+//   deg[j]^-1/2 deg[i]^-1/2, and P(x)[i] = sum over edges (j, i) of weight * x[j];
+//   h = leaky_relu(P(dropout(x)) vars.0^T + vars.1), slope 0.01
+//   out = P(dropout(h)) vars.2^T + vars.3
+// GraphGPT's GCN has no dropout; here the encoder's dropout (training mode only) drops its input
+// and its hidden layer, as Kipf and Welling's GCN does. Its parameters, as the CLIP state dict
+// names them: vars.0 [gnn_hid, gnn_input], vars.1 [gnn_hid], vars.2 [gnn_output, gnn_hid],
+// vars.3 [gnn_output].
 #include <torch/types.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -32,14 +45,17 @@
 namespace gt {
 
 struct GraphEncoderConfig {
+  std::string gnn_type = "gt";  // "gt" (graph transformer) or "gcn"
   int64_t gnn_input = 128;
+  int64_t gnn_hid = 128;  // gcn: its hidden width
   int64_t att_d_model = 128;
   int64_t gnn_output = 128;
   int64_t gt_layers = 3;
   int64_t head = 8;
   bool att_norm = true;
   bool if_pos = false;   // GraphGPT's clip_gt checkpoints run without the positional row
-  double dropout = 0.1;  // after W_P, training mode only
+  double dropout = 0.1;  // gt: after W_P; gcn: on its input and its hidden layer; training mode only
+  bool is_gcn() const { return gnn_type == "gcn"; }
   std::string problem() const;  // "" when consistent, else what is wrong
 };
 
@@ -50,12 +66,12 @@ class GraphEncoderImpl : public torch::nn::Module {
   const GraphEncoderConfig& config() const { return cfg_; }
 
   // x: node features [N, gnn_input] (any floating dtype; computed in the weights' dtype and
-  // device); edge_index: [2, E] integer, row 0 = the receiving node r, row 1 = the sending node c.
-  // Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
+  // device); edge_index: [2, E] integer (gt: row 0 = the receiving node r, row 1 = the sending
+  // node c; gcn: PyG's order, row 0 sends). Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
   // widths), a malformed edge_index, or an index outside [0, N). `edges_checked`: the indices
   // were range-checked already (checked_edge_index on the host), so a device-resident edge_index
-  // is not read back to check it again. In training mode the dropout after W_P keeps each value
-  // with probability 1 - dropout; with `dropout_seed` its mask is drawn from a CPU generator of
+  // is not read back to check it again. In training mode the dropout keeps each value with
+  // probability 1 - dropout; with `dropout_seed` its masks are drawn from a CPU generator of
   // that seed (the same mask on every device, rank and thread count), else from libtorch's
   // global generator.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index, bool edges_checked = false,
@@ -65,8 +81,9 @@ class GraphEncoderImpl : public torch::nn::Module {
   // outside [0, 1) is an InputError naming `where`.
   void set_dropout(double p, const std::string& where = "graph encoder dropout");
 
-  // Fresh weights as GraphGPT initialises them (xavier-uniform attention matrices, W_pos
-  // uniform(-0.02, 0.02), Linear layers PyTorch-default, norms at 1/0); deterministic in seed.
+  // Fresh weights as GraphGPT initialises them (gt: xavier-uniform attention matrices, W_pos
+  // uniform(-0.02, 0.02), Linear layers PyTorch-default, norms at 1/0; gcn: xavier-uniform
+  // weights, zero biases); deterministic in seed.
   void init_weights(uint64_t seed);
 
   // The parameters by checkpoint name, in a stable order.
@@ -86,9 +103,14 @@ class GraphEncoderImpl : public torch::nn::Module {
   void save_safetensors(const std::string& path) const;
 
  private:
+  torch::Tensor forward_gt(const torch::Tensor& x, const torch::Tensor& edge_index, std::optional<uint64_t> dropout_seed);
+  torch::Tensor forward_gcn(const torch::Tensor& x, const torch::Tensor& edge_index, std::optional<uint64_t> dropout_seed);
+  const torch::Tensor& first_weight() const { return cfg_.is_gcn() ? gcn_w_[0] : w_p_w_; }
+
   GraphEncoderConfig cfg_;
-  torch::Tensor w_pos_, w_p_w_, w_p_b_, inv_w_, inv_b_;
-  std::vector<torch::Tensor> q_, k_, v_, norm_w_, norm_b_;
+  torch::Tensor w_pos_, w_p_w_, w_p_b_, inv_w_, inv_b_;        // gt
+  std::vector<torch::Tensor> q_, k_, v_, norm_w_, norm_b_;     // gt
+  std::vector<torch::Tensor> gcn_w_, gcn_b_;                   // gcn: vars.0 / vars.2, vars.1 / vars.3
 };
 TORCH_MODULE(GraphEncoder);
 

@@ -58,6 +58,12 @@ GraphEncoderConfig config_of_weights(const std::map<std::string, torch::Tensor>&
     auto it = w.find(prefix + name);
     return it == w.end() || it->second.dim() != 2 ? nullptr : &it->second;
   };
+  if (const torch::Tensor* first = find("vars.0")) {  // GraphGPT's GCN (clip_gcn_arxiv)
+    c.gnn_type = "gcn";
+    c.gnn_hid = first->size(0), c.gnn_input = first->size(1);
+    if (const torch::Tensor* t = find("vars.2")) c.gnn_output = t->size(0);
+    return c;
+  }
   if (const torch::Tensor* t = find("W_P.weight")) c.gnn_input = t->size(1), c.att_d_model = t->size(0);
   if (const torch::Tensor* t = find("inverW_P.weight")) c.gnn_output = t->size(0);
   const std::regex layer("gtLayers\\.([0-9]+)\\.qTrans");
@@ -77,9 +83,16 @@ GraphEncoderConfig config_of_weights(const std::map<std::string, torch::Tensor>&
 
 GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
   const json j = read_json_object(path);
-  if (j.contains("gnn_type") && j["gnn_type"] != "gt")
-    fail(path, "key 'gnn_type' is " + j["gnn_type"].dump() + ": graphtune's encoder is GraphGPT's graph transformer (\"gt\")");
   GraphEncoderConfig c;
+  if (j.contains("gnn_type") && j["gnn_type"] != "gt") {
+    if (j["gnn_type"] != "gcn")
+      fail(path, "key 'gnn_type' is " + j["gnn_type"].dump() + ": GraphGPT's encoders are \"gt\" and \"gcn\"");
+    c.gnn_type = "gcn";
+    c.gnn_input = positive(j, path, "gnn_input");
+    c.gnn_hid = positive(j, path, "gnn_hid");
+    c.gnn_output = positive(j, path, "gnn_output");
+    return c;
+  }
   c.gnn_input = positive(j, path, "gnn_input");
   c.att_d_model = positive(j, path, "att_d_model");
   c.gnn_output = positive(j, path, "gnn_output");

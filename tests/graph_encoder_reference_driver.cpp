@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   gt::GraphEncoder folder = gt::open_graph_encoder(dir + "/Arxiv-PubMed-GraphCLIP-GT", "");
   folder->eval();
   auto out_folder = folder->forward(in.at("x"), in.at("edge_index"));
+  // GraphGPT's clip_gcn_arxiv folder: its GCN, the kind its config.json names.
+  gt::GraphEncoder gcn = gt::open_graph_encoder(dir + "/Arxiv-GraphCLIP-GCN", "");
+  gcn->eval();
+  auto out_gcn = gcn->forward(in.at("x"), in.at("edge_index"));
   // Its config disagreeing with its weights: one line naming the file and the tensor.
   std::string e = gt::test::input_error_of([&] { gt::open_graph_encoder(dir + "/config_disagrees", ""); });
   if (e.find("clip_gt_arxiv_pub.pkl") == std::string::npos || e.find("has shape") == std::string::npos) {
@@ -47,7 +51,8 @@ int main(int argc, char** argv) {
   gt::save_safetensors(dir + "/cpp_out.safetensors", {{"out", out},
                                                       {"out_clip", out_clip},
                                                       {"out_clip_ordered", out_ordered},
-                                                      {"out_clip_folder", out_folder}});
+                                                      {"out_clip_folder", out_folder},
+                                                      {"out_gcn_folder", out_gcn}});
 
   auto py = gt::load_graph_projector_bin(dir + "/py_graph_projector.bin");
   gt::save_safetensors(dir + "/cpp_loaded_projector.safetensors", py->named_weights());

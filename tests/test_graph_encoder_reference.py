@@ -22,7 +22,7 @@ except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
 
-D, HEADS, LAYERS, IN, OUT = 128, 8, 3, 128, 128
+D, HEADS, LAYERS, IN, OUT, GCN_HID = 128, 8, 3, 128, 128, 96
 TOL = 1e-5
 
 
@@ -75,6 +75,26 @@ def reference_encoder(w, x, edge_index, stats):
     return z @ w["inverW_P.weight"].t() + w["inverW_P.bias"]
 
 
+def reference_gcn(w, x, edge_index):
+    """GraphGPT's clip_gcn_arxiv GNN as its code reads, node by node in float64: self-loops
+    replaced by one per node, deg over edge_index[0], messages from edge_index[0] to
+    edge_index[1] weighted deg^-1/2 deg^-1/2, leaky_relu (0.01) between two layers."""
+    w = {k: v.to(torch.float64) for k, v in w.items()}
+    n = x.shape[0]
+    edges = [(int(a), int(b)) for a, b in edge_index.t().tolist() if a != b] + [(i, i) for i in range(n)]
+    deg = [sum(1 for a, _ in edges if a == i) for i in range(n)]
+
+    def prop(h):
+        out = torch.zeros(n, h.shape[1], dtype=torch.float64)
+        for a, b in edges:
+            out[b] += h[a] / (deg[a] * deg[b]) ** 0.5
+        return out
+
+    h = prop(x.to(torch.float64)) @ w["vars.0"].t() + w["vars.1"]
+    h = torch.where(h > 0, h, 0.01 * h)
+    return prop(h) @ w["vars.2"].t() + w["vars.3"]
+
+
 def main():
     binary = os.environ.get("GRAPHTUNE_GRAPH_REF_DRIVER", "")
     if not binary or not os.path.exists(binary):
@@ -119,6 +139,14 @@ def main():
             json.dump(cfg, open(os.path.join(d, name, "config.json"), "w"))
             torch.save(clip, os.path.join(d, name, "clip_gt_arxiv_pub.pkl"))
         torch.save(py_proj, os.path.join(d, "py_graph_projector.bin"))
+        # A clip_gcn_arxiv folder: gnn_type "gcn", the GCN under "gnn.vars.*".
+        gcn = {"vars.0": torch.randn(GCN_HID, IN, generator=gen) * 0.1, "vars.1": torch.randn(GCN_HID, generator=gen),
+               "vars.2": torch.randn(OUT, GCN_HID, generator=gen) * 0.1, "vars.3": torch.randn(OUT, generator=gen)}
+        os.makedirs(os.path.join(d, "Arxiv-GraphCLIP-GCN"))
+        json.dump(dict(folder_cfg, gnn_type="gcn", gnn_hid=GCN_HID), open(os.path.join(d, "Arxiv-GraphCLIP-GCN", "config.json"), "w"))
+        torch.save(collections.OrderedDict((f"gnn.{k}", v) for k, v in gcn.items()),
+                   os.path.join(d, "Arxiv-GraphCLIP-GCN", "clip_gcn_arxiv.pkl"))
+        want_gcn = reference_gcn(gcn, x, edge_index)
 
         run = subprocess.run([binary, d], capture_output=True, text=True)
         if run.returncode != 0 or "ok" not in run.stdout:
@@ -128,13 +156,13 @@ def main():
 
         got = load_file(os.path.join(d, "cpp_out.safetensors"))
         ok = True
-        for key in ("out", "out_clip", "out_clip_ordered", "out_clip_folder"):
+        for key in ("out", "out_clip", "out_clip_ordered", "out_clip_folder", "out_gcn_folder"):
             g = got[key]
             if tuple(g.shape) != (n, OUT):
                 print(f"FAIL: {key} has shape {tuple(g.shape)}, want {(n, OUT)}")
                 ok = False
                 continue
-            diff = (g.to(torch.float64) - want).abs().max().item()
+            diff = (g.to(torch.float64) - (want_gcn if key == "out_gcn_folder" else want)).abs().max().item()
             print(f"{key}: max |graphtune - reference| = {diff:.3g} (tolerance {TOL})")
             ok &= diff <= TOL
 

@@ -106,6 +106,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
     GraphEncoderConfig fresh;  // GraphGPT's shape, taking the features as they are (checked below)
+    fresh.gnn_type = cfg.model.graph_encoder_type;
     if (!s.features.x.empty()) fresh.gnn_input = s.features.x.begin()->second.size(1);
     encoder = GraphEncoder(fresh);
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));

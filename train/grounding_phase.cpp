@@ -63,6 +63,7 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
     GraphEncoderConfig fresh;  // GraphGPT's shape, taking the graph's features as they are
+    fresh.gnn_type = cfg.model.graph_encoder_type;
     fresh.gnn_input = graph.feature_dim;
     encoder = GraphEncoder(fresh);
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));

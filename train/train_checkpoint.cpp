@@ -148,6 +148,7 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
     m["data.template"] = c.data.chat_template;
     m["model.graph_encoder"] = c.model.graph_encoder;
     m["model.graph_encoder_prefix"] = c.model.graph_encoder_prefix;
+    m["model.graph_encoder_type"] = c.model.graph_encoder_type;
     m["data.features"] = c.data.features;
     // They decide which records each step reads and the encoder's masks: a resume that changed
     // them would not continue the run it names.
@@ -173,7 +174,8 @@ ResumePoint find_resume_point(const JobConfig& cfg) {
   const std::string where = rp.folder + "/index.json";
   // Keys later versions record: a checkpoint written before them ran with what their absence means.
   const std::map<std::string, std::string> absent_means = {
-      {"model.adapter", ""}, {"data.group_by_length", "false"}, {"model.encoder_dropout", number(0.0)}};
+      {"model.adapter", ""}, {"data.group_by_length", "false"}, {"model.encoder_dropout", number(0.0)},
+      {"model.graph_encoder_type", "gt"}};
   for (const auto& [key, value] : checkpoint_config(cfg)) {
     auto it = rp.index.config.find(key);
     auto old = absent_means.find(key);

@@ -74,6 +74,36 @@ class GraphTransformer(torch.nn.Module):
         return F.linear(z, self.w("inverW_P.weight"), self.w("inverW_P.bias"))
 
 
+class GraphGcn(torch.nn.Module):
+    """GraphGPT's other graph encoder, the two-layer GCN of its clip_gcn_arxiv tower (eval mode),
+    as PyTorch Geometric computes it: every self-loop replaced by one per node, messages from
+    edge_index[0] to edge_index[1] weighted deg^-1/2 deg^-1/2 (deg counted over edge_index[0]),
+    leaky_relu between the layers. Parameters vars.0..3 as GraphGPT's state dict names them."""
+
+    def __init__(self, weights):
+        super().__init__()
+        for i in range(4):
+            self.register_buffer(f"vars{i}", weights[f"vars.{i}"].to(torch.float32))
+
+    @torch.no_grad()
+    def forward(self, x, edge_index):
+        n = x.shape[0]
+        keep = edge_index[0] != edge_index[1]
+        loops = torch.arange(n)
+        src = torch.cat([edge_index[0][keep].long(), loops])
+        dst = torch.cat([edge_index[1][keep].long(), loops])
+        deg = torch.zeros(n).index_add_(0, src, torch.ones(len(src)))
+        w = (deg[src] * deg[dst]).rsqrt().unsqueeze(1)
+        prop = lambda h: torch.zeros(n, h.shape[1]).index_add_(0, dst, h[src] * w)
+        h = F.leaky_relu(F.linear(prop(x.to(torch.float32)), self.vars0, self.vars1), 0.01)
+        return F.linear(prop(h), self.vars2, self.vars3)
+
+
+def graph_encoder(weights, heads=8):
+    """The encoder a state dict holds: GraphGPT's GCN (vars.*) or its graph transformer."""
+    return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
+
+
 def load_llm(folder, new_vocab, attn="eager"):
     """transformers' LLaMA with GraphGPT's new rows appended (mean of the old ones), frozen."""
     from transformers import LlamaForCausalLM
