@@ -161,12 +161,18 @@ namespace {
 // Dropout in training mode; with a seed its mask comes from a CPU generator, where uniform_ is
 // serial, so it depends on the seed alone. Copied to a GPU from pinned memory, so the host does
 // not wait for the device.
-torch::Tensor dropout_of(const torch::Tensor& z, double p, bool training, at::Generator* seeded) {
+torch::Tensor dropout_of(const torch::Tensor& z, double p, bool training, std::optional<at::Generator>& seeded) {
   if (!training || p <= 0) return z;
   if (!seeded) return torch::dropout(z, p, true);
   auto keep = torch::empty(z.sizes(), torch::kFloat32).uniform_(0.0, 1.0, *seeded).ge(p);
   auto scale = keep.to(torch::kFloat32).div_(1.0 - p);
   return z * host_to_device(scale, z.device()).to(z.scalar_type());
+}
+
+// The generator every dropout mask of one forward is drawn from, in order (none: libtorch's global one).
+std::optional<at::Generator> mask_generator(std::optional<uint64_t> seed) {
+  if (!seed) return std::nullopt;
+  return at::make_generator<at::CPUGeneratorImpl>(*seed);
 }
 
 }  // namespace
@@ -199,9 +205,8 @@ torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::
   const int64_t E = rows.size(0);
   auto z = torch::linear(x, w_p_w_, w_p_b_);
   if (cfg_.if_pos) z = z + w_pos_;
-  std::optional<at::Generator> gen;
-  if (dropout_seed) gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
-  z = dropout_of(z, cfg_.dropout, is_training(), gen ? &*gen : nullptr);
+  auto gen = mask_generator(dropout_seed);
+  z = dropout_of(z, cfg_.dropout, is_training(), gen);
   for (int64_t i = 0; i < cfg_.gt_layers; ++i) {
     auto row_z = z.index_select(0, rows), col_z = z.index_select(0, cols);
     auto q = torch::matmul(row_z, q_[i]).view({E, H, dh});
@@ -234,12 +239,10 @@ torch::Tensor GraphEncoderImpl::forward_gcn(const torch::Tensor& x, const torch:
   auto propagate = [&](const torch::Tensor& h) {
     return torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight);
   };
-  std::optional<at::Generator> gen;
-  if (dropout_seed) gen = at::make_generator<at::CPUGeneratorImpl>(*dropout_seed);
-  at::Generator* g = gen ? &*gen : nullptr;
-  auto h = torch::leaky_relu(torch::linear(propagate(dropout_of(x, cfg_.dropout, is_training(), g)), gcn_w_[0], gcn_b_[0]),
+  auto gen = mask_generator(dropout_seed);
+  auto h = torch::leaky_relu(torch::linear(propagate(dropout_of(x, cfg_.dropout, is_training(), gen)), gcn_w_[0], gcn_b_[0]),
                              0.01);
-  return torch::linear(propagate(dropout_of(h, cfg_.dropout, is_training(), g)), gcn_w_[1], gcn_b_[1]);
+  return torch::linear(propagate(dropout_of(h, cfg_.dropout, is_training(), gen)), gcn_w_[1], gcn_b_[1]);
 }
 
 }  // namespace gt

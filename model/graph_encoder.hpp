@@ -67,8 +67,8 @@ class GraphEncoderImpl : public torch::nn::Module {
 
   // x: node features [N, gnn_input] (any floating dtype; computed in the weights' dtype and
   // device); edge_index: [2, E] integer (gt: row 0 = the receiving node r, row 1 = the sending
-  // node c; gcn: PyG's order, row 0 sends). Returns [N, gnn_output]. InputError on a feature width other than gnn_input (naming both
-  // widths), a malformed edge_index, or an index outside [0, N). `edges_checked`: the indices
+  // node c; gcn: PyG's order, row 0 sends). Returns [N, gnn_output]. InputError on a feature
+  // width other than gnn_input (naming both widths), a malformed edge_index, or an index outside [0, N). `edges_checked`: the indices
   // were range-checked already (checked_edge_index on the host), so a device-resident edge_index
   // is not read back to check it again. In training mode the dropout keeps each value with
   // probability 1 - dropout; with `dropout_seed` its masks are drawn from a CPU generator of
