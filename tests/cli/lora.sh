@@ -46,8 +46,12 @@ assert np.allclose(lb[-2:], la[-2:], rtol=1e-5), (la, lb)
 for f in ("adapter/adapter_model.safetensors", "graph_projector.safetensors"):
     x, y = load_file(f"{a}/{f}"), load_file(f"{b}/{f}")
     assert sorted(x) == sorted(y)
-    for k in x:  # another layout sums in another order: within 1e-5 of the largest entry
-        assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-5 * np.abs(x[k]).max()), f"{f}:{k}"
+    # Another layout sums in another order, and AdamW divides each entry's update by its own
+    # gradient's size, so an entry whose gradient is near zero moves by a rounding-sized
+    # fraction of the learning rate (5e-7 seen, lr 1e-2). Lost or misplaced optimizer state moves
+    # entries by a good fraction of lr: 1e-4 x lr tells the two apart.
+    for k in x:
+        assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-4 * 1e-2), f"{f}:{k}: {np.abs(y[k] - x[k]).max():.2e}"
 print("ok", len(x), "tensors; losses of steps 3, 4:", lb[-2:])
 PYEOF
 
