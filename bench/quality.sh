@@ -22,10 +22,13 @@
 #             encoder dropout 0.5, 600 steps), then the same stages;
 #   lora      labels' encoder and stage 1, and stage 2 trains LoRA adapters on the frozen LLM
 #             too ([training].trainable = "projector+lora", rank 8 on q_proj and v_proj, lr 2e-3);
-#   lora_all  the same, stage 2 on every training paper (one epoch).
+#   lora_all  the same, stage 2 on every training paper (one epoch);
+#   gcn       lora_all with GraphGPT's other encoder, its two-layer GCN
+#             ([model].graph_encoder_type = "gcn"), grounded in the labels as labels grounds the
+#             graph transformer, with its own stage 1.
 # Not part of CI: about an hour on 2 cores. Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
-# Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("graphgpt labels lora lora_all"),
+# Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("graphgpt labels lora lora_all gcn"),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP); for a quick try of the script itself,
 # TEST_RECORDS (0: every test paper) and GM_RECORDS (96, stage 1's records).
 set -euo pipefail
@@ -36,7 +39,7 @@ PY=${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}
 ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
 OUT=${1:-runs/quality}
 GRAPHS=${QUALITY_GRAPHS:-cora_ml linqs}
-RECIPES=${RECIPES:-graphgpt labels lora lora_all}
+RECIPES=${RECIPES:-graphgpt labels lora lora_all gcn}
 STAGE2_RECORDS=${STAGE2_RECORDS:-480}
 TEST_RECORDS=${TEST_RECORDS:-0}
 GM_RECORDS=${GM_RECORDS:-96}
@@ -71,13 +74,17 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
   local stage=(--data.graph "$folder" --job.overwrite true)
   case $name in
     graphgpt) [ "$graph" = linqs ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" >&2 ;;
-    labels) "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
-              --data.instructions "$dir/train.json" --model.encoder_dropout 0.5 --training.steps 600 >&2 ;;
+    labels|gcn)
+      local kind=gt
+      [ "$name" = gcn ] && { kind=gcn; tune=(--training.trainable projector+lora --optimizer.lr 2e-3); }
+      "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
+        --data.instructions "$dir/train.json" --model.encoder_dropout 0.5 --training.steps 600 \
+        --model.graph_encoder_type "$kind" >&2 ;;
     lora*) from=$dir/labels
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; }
            tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
   esac
-  [ "$name" = lora_all ] && records=$dir/train.json
+  case $name in lora_all|gcn) records=$dir/train.json ;; esac
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi
   if [ "$graph" = linqs ]; then
@@ -123,9 +130,10 @@ for graph in $GRAPHS; do
       labels) label="graph model: + encoder grounded in the labels" ;;
       lora) label="graph model: + LoRA on the LLM" ;;
       lora_all) label="graph model: + stage 2 on every training paper" ;;
+      gcn) label="graph model: + GraphGPT's GCN encoder" ;;
     esac
     runs+=(--run "$label=$dir/$name/eval=$secs")
-    case $name in graphgpt|labels) probes+=(--probe "linear probe, encoder of '$name'=$dir/$name/stage2/graph_encoder.safetensors") ;; esac
+    case $name in graphgpt|labels|gcn) probes+=(--probe "linear probe, encoder of '$name'=$dir/$name/stage2/graph_encoder.safetensors") ;; esac
   done
   log "$graph: the baselines and the table"
   "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/test.json" --seeds "$SEEDS" \
