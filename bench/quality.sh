@@ -26,7 +26,8 @@
 #   gcn       lora_all with GraphGPT's other encoder, its two-layer GCN
 #             ([model].graph_encoder_type = "gcn"), grounded in the labels as labels grounds the
 #             graph transformer, with its own stage 1.
-# Not part of CI: about an hour on 2 cores. Usage:
+# Not part of CI: on 2 cores about 70 minutes without gcn, whose chain alone took 50 minutes on
+# Cora-ML (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("graphgpt labels lora lora_all gcn"),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP); for a quick try of the script itself,
