@@ -77,14 +77,14 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
     graphgpt) [ "$graph" = linqs ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" >&2 ;;
     labels|gcn)
       local kind=gt
-      [ "$name" = gcn ] && { kind=gcn; tune=(--training.trainable projector+lora --optimizer.lr 2e-3); }
+      [ "$name" = gcn ] && kind=gcn
       "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
         --data.instructions "$dir/train.json" --model.encoder_dropout 0.5 --training.steps 600 \
         --model.graph_encoder_type "$kind" >&2 ;;
     lora*) from=$dir/labels
-           [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; }
-           tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+           [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; } ;;
   esac
+  case $name in lora*|gcn) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;; esac
   case $name in lora_all|gcn) records=$dir/train.json ;; esac
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi

@@ -16,9 +16,10 @@ if ! "$PY" -c "import peft, transformers" 2>/dev/null; then
   exit 77
 fi
 READ=$ROOT/tests/read_checkpoint.py
+LR=1e-2
 LORA=(--model.path "$TMP/base/model" --training.stage graph_matching --data.instructions "$TMP/gm.json"
       --data.max_len 1024 --data.num_workers 0 --training.steps 4 --training.batch_size 8 --training.log_every 1
-      --training.threads 1 --optimizer.lr 1e-2 --training.trainable projector+lora --lora.rank 4 --lora.alpha 8
+      --training.threads 1 --optimizer.lr $LR --training.trainable projector+lora --lora.rank 4 --lora.alpha 8
       --lora.targets q_proj,v_proj,down_proj --checkpoint.every 2)
 
 run full 2 "${LORA[@]}" --parallelism.pp 2 --parallelism.microbatches 2
@@ -35,11 +36,11 @@ mkdir -p "$TMP/resumed/checkpoints"
 cp -r "$TMP/full/checkpoints/step_00000002" "$TMP/resumed/checkpoints/"
 run resumed 1 "${LORA[@]}" --resume latest
 check "resumed in one process from pp=2's step 2" grep -q "resumed from .*step_00000002 at step 2" "$TMP/resumed.err"
-check "  ends with the adapters, projector and losses of the run that never stopped" "$PY" - "$TMP/full" "$TMP/resumed" <<'PYEOF'
+check "  ends with the adapters, projector and losses of the run that never stopped" "$PY" - "$TMP/full" "$TMP/resumed" "$LR" <<'PYEOF'
 import json, sys
 import numpy as np
 from safetensors.numpy import load_file
-a, b = sys.argv[1:]
+a, b, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
 la = [json.loads(l)["loss"] for l in open(a + "/train_log.jsonl")]
 lb = [json.loads(l)["loss"] for l in open(b + "/train_log.jsonl")]
 assert np.allclose(lb[-2:], la[-2:], rtol=1e-5), (la, lb)
@@ -51,7 +52,7 @@ for f in ("adapter/adapter_model.safetensors", "graph_projector.safetensors"):
     # fraction of the learning rate (5e-7 seen, lr 1e-2). Lost or misplaced optimizer state moves
     # entries by a good fraction of lr: 1e-4 x lr tells the two apart.
     for k in x:
-        assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-4 * 1e-2), f"{f}:{k}: {np.abs(y[k] - x[k]).max():.2e}"
+        assert np.allclose(y[k], x[k], rtol=1e-5, atol=1e-4 * lr), f"{f}:{k}: {np.abs(y[k] - x[k]).max():.2e}"
 print("ok", len(x), "tensors; losses of steps 3, 4:", lb[-2:])
 PYEOF
 
