@@ -79,12 +79,14 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
   key_mask.narrow(1, 0, T).copy_(mask.to(device));
   auto lens_t = torch::tensor(lens, torch::kInt64);
 
-  // Prefill: graphs spliced; each row's next token comes from its last real position.
-  auto logits = llm->forward_embeds(model->embed(prompts), key_mask.narrow(1, 0, T), &cache);  // [B, T, V]
-  auto rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(logits.device()));
+  // Prefill: graphs spliced; each row's next token comes from its last real position, the only
+  // one the head runs on.
+  auto hidden = llm->forward_hidden(model->embed(prompts), key_mask.narrow(1, 0, T), &cache);  // [B, T, dim]
+  auto rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(hidden.device()));
   std::vector<bool> done(B, false);
   for (int64_t b = 0; b < B; ++b) done[b] = budget[b] == 0;
-  auto next = pick(logits.index({rows, (lens_t - 1).to(logits.device())}), samplers, done);  // [B]
+  auto logits = llm->head(hidden.index({rows, (lens_t - 1).to(hidden.device())}));  // [B, V]
+  auto next = pick(logits, samplers, done);  // [B]
 
   for (int64_t step = 0;; ++step) {
     auto next_cpu = next.to(torch::kCPU, torch::kInt64).contiguous();

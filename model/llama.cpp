@@ -234,6 +234,11 @@ torch::Tensor LlamaImpl::head_loss_sum(const torch::Tensor& x, const torch::Tens
 
 torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
                                         const torch::Tensor& position_ids) {
+  return head(forward_hidden(std::move(x), key_mask, cache, position_ids));
+}
+
+torch::Tensor LlamaImpl::forward_hidden(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
+                                        const torch::Tensor& position_ids) {
   const int64_t B = x.size(0), T = x.size(1);
   if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
     throw std::runtime_error("position_ids must be [batch, new positions]");
@@ -242,7 +247,7 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
     throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
   x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, 0, cfg_.n_layers);
   if (cache) cache->len = total;
-  return head(x);
+  return x;
 }
 
 int64_t LlamaImpl::layer_of(const std::string& name) {

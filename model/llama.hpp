@@ -63,6 +63,11 @@ class LlamaImpl : public torch::nn::Module {
   // whatever cache slot it lands in (model/graph_generate.hpp).
   torch::Tensor forward_embeds(torch::Tensor x, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
                                const torch::Tensor& position_ids = {});
+  // forward_embeds without the final norm and head: hidden states [B, T, dim]. A prefill that
+  // needs each row's last position only runs the head there (the head over a vocabulary of 49k
+  // is a fifth of a small model's compute, and its [B, T, vocab] logits most of the memory).
+  torch::Tensor forward_hidden(torch::Tensor x, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
+                               const torch::Tensor& position_ids = {});
   torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
                         const torch::Tensor& position_ids = {});
 

@@ -1,6 +1,7 @@
 // graphtune eval --config FILE [--section.key VALUE ...] [--out DIR]: answers every instruction
 // record with GraphGPT (the LLM, the graph encoder and a stage's projector, as build_graphgpt
-// assembles them from the training config), batched with the graphs spliced in, greedy or
+// assembles them from the training config), batched with the graphs spliced in (shortest
+// prompts first; greedy decoding answers a repeated prompt without a graph once), greedy or
 // sampled ([eval].protocol, temperature), and scores the answers against the records' own gpt
 // answers, dataset by dataset (the id's prefix: GraphGPT's eval sets mix arXiv, PubMed and Cora):
 //   * link prediction (id ending in "_LP"): the reference answer's yes/no is the label;
@@ -43,6 +44,7 @@
 #include "data/metrics.hpp"
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
+#include "loader/prompt_order.hpp"
 #include "model/graph_generate.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "train/graphgpt_setup.hpp"
@@ -216,31 +218,41 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
 
   GraphGpt& model = s.model;
   model->eval();
-  std::vector<std::string> answers;
-  answers.reserve(records.size());
-  int64_t at_budget = 0;  // answers cut by max_new_tokens rather than ended by the model
+  // Shortest prompts first, each repeat answered once where decoding is greedy (order_prompts);
+  // the answers go back to file order below.
+  const PromptOrder order = order_prompts(examples, cfg.eval.temperature <= 0);
+  if (order.run.size() < examples.size())
+    std::fprintf(stderr, "graphtune: eval: %zu distinct prompts of %zu records (greedy: a repeat gets the same answer)\n",
+                 order.run.size(), examples.size());
+  std::vector<std::vector<int32_t>> generated;  // in order.run's order
+  generated.reserve(order.run.size());
   const size_t bs = static_cast<size_t>(cfg.eval.batch_size);
-  const size_t batches = (examples.size() + bs - 1) / bs;
+  const size_t batches = (order.run.size() + bs - 1) / bs;
   for (size_t b = 0; b < batches; ++b) {
-    const size_t first = b * bs, last = std::min(examples.size(), (b + 1) * bs);
-    std::vector<GraphExample> chunk(examples.begin() + first, examples.begin() + last);
+    const size_t first = b * bs, last = std::min(order.run.size(), (b + 1) * bs);
+    std::vector<GraphExample> chunk;
+    for (size_t k = first; k < last; ++k) chunk.push_back(examples[order.run[k]]);
     GraphGptBatch batch = collate(chunk, s.tokenizer->pad_id());
     AnswerSampling sampling;
     sampling.temperature = static_cast<float>(cfg.eval.temperature);
     sampling.top_p = static_cast<float>(cfg.eval.top_p);
     if (sampling.temperature > 0)
-      for (size_t i = first; i < last; ++i) sampling.row_seeds.push_back(row_seed(cfg.eval.seed, records[i].id));
-    std::vector<std::vector<int32_t>> ids;
+      for (size_t k = first; k < last; ++k) sampling.row_seeds.push_back(row_seed(cfg.eval.seed, records[order.run[k]].id));
     {
       // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
       AutocastScope autocast(cfg.model.bf16(), model->projector->weight().device().type());
-      ids = generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling);
+      for (auto& a : generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling))
+        generated.push_back(std::move(a));
     }
-    for (const auto& a : ids) {
-      at_budget += static_cast<int64_t>(a.size()) >= max_new_tokens ? 1 : 0;
-      answers.push_back(trim_whitespace(s.tokenizer->decode(a)));
-    }
-    std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, answers.size());
+    std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, generated.size());
+  }
+  std::vector<std::string> answers;
+  answers.reserve(records.size());
+  int64_t at_budget = 0;  // answers cut by max_new_tokens rather than ended by the model
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::vector<int32_t>& a = generated[order.answer_of[i]];
+    at_budget += static_cast<int64_t>(a.size()) >= max_new_tokens ? 1 : 0;
+    answers.push_back(trim_whitespace(s.tokenizer->decode(a)));
   }
   if (at_budget > 0)
     std::fprintf(stderr, "graphtune: eval: %lld answers reached max_new_tokens (%lld) and were cut there\n",
