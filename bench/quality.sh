@@ -27,7 +27,7 @@
 #             ([model].graph_encoder_type = "gcn"), grounded in the labels as labels grounds the
 #             graph transformer but with encoder dropout 0.4 for 900 steps (chosen on the
 #             validation papers' probe), with its own stage 1. The best recipe, and the default.
-# Not part of CI. The default (gcn alone, with the baselines and zero-shot) took 72 minutes on
+# Not part of CI. The default (gcn alone, with the baselines and zero-shot) took 53 minutes on
 # 2 cores in one measured run, depending on the machine; every recipe, ablations included, about
 # twice that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
