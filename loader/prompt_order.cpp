@@ -8,7 +8,6 @@ namespace gt {
 
 PromptOrder order_prompts(const std::vector<GraphExample>& examples, bool answer_repeats_once) {
   PromptOrder o;
-  o.answer_of.assign(examples.size(), 0);
   std::vector<size_t> first_of(examples.size());  // the example whose answer each one takes
   std::iota(first_of.begin(), first_of.end(), size_t{0});
   if (answer_repeats_once) {
@@ -23,7 +22,8 @@ PromptOrder order_prompts(const std::vector<GraphExample>& examples, bool answer
   });
   std::vector<size_t> position(examples.size(), 0);
   for (size_t k = 0; k < o.run.size(); ++k) position[o.run[k]] = k;
-  for (size_t i = 0; i < examples.size(); ++i) o.answer_of[i] = position[first_of[i]];
+  o.answer_of.reserve(examples.size());
+  for (size_t i = 0; i < examples.size(); ++i) o.answer_of.push_back(position[first_of[i]]);
   return o;
 }
 
