@@ -7,26 +7,113 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "model/generate.hpp"
 
 namespace gt {
 
-namespace {
+std::vector<int64_t> prompt_lengths(const torch::Tensor& attention_mask, const std::vector<std::string>& ids) {
+  auto mask_cpu = attention_mask.to(torch::kCPU, torch::kInt64).contiguous();
+  auto m = mask_cpu.accessor<int64_t, 2>();
+  const int64_t B = mask_cpu.size(0), T = mask_cpu.size(1);
+  std::vector<int64_t> lens(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t len = 0;
+    while (len < T && m[b][len] != 0) ++len;
+    const std::string row =
+        "row " + std::to_string(b) + (b < static_cast<int64_t>(ids.size()) ? " (" + ids[b] + ")" : std::string());
+    for (int64_t t = len; t < T; ++t)
+      if (m[b][t] != 0) fail("prompts", row + ": attention_mask is not right padding");
+    if (len == 0) fail("prompts", row + " is empty");
+    lens[b] = len;
+  }
+  return lens;
+}
 
-// Each row's next token from logits [B, V]: the argmax, or a draw of the row's own sampler.
-torch::Tensor pick(const torch::Tensor& logits, std::vector<Sampler>& samplers, const std::vector<bool>& done) {
-  if (samplers.empty()) return logits.argmax(-1);
+std::vector<int64_t> answer_budgets(const std::vector<int64_t>& lengths, int64_t max_new_tokens, int64_t max_seq_len) {
+  std::vector<int64_t> out;
+  for (int64_t len : lengths) out.push_back(std::max<int64_t>(0, std::min<int64_t>(max_new_tokens, max_seq_len - len)));
+  return out;
+}
+
+StageDecode::StageDecode(Llama& llm, const std::vector<int64_t>& lengths, int64_t T, int64_t steps, int64_t first,
+                         int64_t last, const torch::Device& device)
+    : llm_(llm), T_(T), first_(first), last_(last) {
+  const auto B = static_cast<int64_t>(lengths.size());
+  cache_ = llm->new_cache(B, T + steps - 1, first, last);
+  key_mask_ = torch::zeros({B, T + steps - 1}, torch::TensorOptions().dtype(torch::kInt64));
+  for (int64_t b = 0; b < B; ++b) key_mask_[b].narrow(0, 0, lengths[b]).fill_(1);
+  key_mask_ = key_mask_.to(device);
+  lengths_ = torch::tensor(lengths, torch::kInt64);
+}
+
+torch::Tensor StageDecode::prefill(torch::Tensor x) {
+  return llm_->forward_stage(std::move(x), key_mask_.narrow(1, 0, T_), &cache_, {}, first_, last_);
+}
+
+torch::Tensor StageDecode::step(torch::Tensor x) {
+  // The new slot is T + step for all rows; each row's rotary position is its own length + step.
+  const int64_t slot = T_ + step_;
+  key_mask_.narrow(1, slot, 1).fill_(1);
+  auto pos = (lengths_ + step_).view({-1, 1});
+  ++step_;
+  return llm_->forward_stage(std::move(x), key_mask_.narrow(1, 0, slot + 1), &cache_, pos, first_, last_);
+}
+
+AnswerRows::AnswerRows(const std::vector<int64_t>& lengths, const std::vector<int64_t>& budgets, int32_t eos_id,
+                       const AnswerSampling& sampling)
+    : budgets_(budgets), eos_(eos_id), out_(lengths.size()) {
+  const auto B = static_cast<int64_t>(lengths.size());
+  last_position_ = torch::tensor(lengths, torch::kInt64) - 1;
+  for (int64_t b = 0; b < B; ++b) done_.push_back(budgets_[b] == 0);
+  if (sampling.temperature > 0.0f) {
+    if (static_cast<int64_t>(sampling.row_seeds.size()) != B)
+      throw std::invalid_argument("generate_graph_answers: sampling needs one seed per row");
+    for (uint64_t seed : sampling.row_seeds) {
+      if (seed == 0) throw std::invalid_argument("generate_graph_answers: a row seed of 0 would mean the clock");
+      samplers_.emplace_back(sampling.temperature, sampling.top_p, seed);
+    }
+  }
+}
+
+torch::Tensor AnswerRows::pick(const torch::Tensor& logits) {
+  if (samplers_.empty()) return logits.argmax(-1);
   auto rows = logits.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t B = rows.size(0), V = rows.size(1);
   auto next = torch::zeros({B}, torch::kInt64);
   int64_t* out = next.data_ptr<int64_t>();
   const float* row = rows.data_ptr<float>();
   for (int64_t b = 0; b < B; ++b)
-    if (!done[b]) out[b] = samplers[b].sample(row + b * V, V);
+    if (!done_[b]) out[b] = samplers_[b].sample(row + b * V, V);
   return next;
 }
 
-}  // namespace
+torch::Tensor AnswerRows::pick_after_prefill(Llama& llm, const torch::Tensor& hidden) {
+  // The head runs at each row's last real position only.
+  const int64_t B = hidden.size(0);
+  auto rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(hidden.device()));
+  return pick(llm->head(hidden.index({rows, last_position_.to(hidden.device())})));  // [B, V]
+}
+
+torch::Tensor AnswerRows::pick_after_step(Llama& llm, const torch::Tensor& hidden) {
+  return pick(llm->head(hidden).select(1, 0));
+}
+
+bool AnswerRows::take(const torch::Tensor& next) {
+  auto next_cpu = next.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t* tok = next_cpu.data_ptr<int64_t>();
+  bool all_done = true;
+  for (size_t b = 0; b < done_.size(); ++b) {
+    if (done_[b]) continue;
+    if (tok[b] == eos_) {
+      done_[b] = true;
+      continue;
+    }
+    out_[b].push_back(static_cast<int32_t>(tok[b]));
+    if (static_cast<int64_t>(out_[b].size()) >= budgets_[b]) done_[b] = true;
+    all_done &= done_[b];
+  }
+  finished_ = all_done;
+  return all_done;
+}
 
 std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const GraphGptBatch& prompts,
                                                          int64_t max_new_tokens, int32_t eos_id,
@@ -35,86 +122,29 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
   const torch::Tensor& ids = prompts.input_ids;
   if (!ids.defined() || ids.dim() != 2) fail("prompts", "input_ids must be [batch, length]");
   const int64_t B = ids.size(0), T = ids.size(1);
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(B));
-  if (B == 0 || T == 0 || max_new_tokens <= 0) return out;
-
-  // Prompt lengths; the mask must be right padding (ones, then zeros) with at least one token.
-  const auto device = ids.device();
-  torch::Tensor mask = prompts.attention_mask.defined() ? prompts.attention_mask.to(torch::kInt64)
-                                                        : torch::ones({B, T}, ids.options().dtype(torch::kInt64));
+  if (B == 0 || T == 0 || max_new_tokens <= 0) return std::vector<std::vector<int32_t>>(static_cast<size_t>(B));
+  const torch::Tensor mask = prompts.attention_mask.defined()
+                                 ? prompts.attention_mask
+                                 : torch::ones({B, T}, torch::TensorOptions().dtype(torch::kInt64));
   if (mask.sizes() != ids.sizes()) fail("prompts", "attention_mask and input_ids differ in shape");
-  auto mask_cpu = mask.to(torch::kCPU).contiguous();
-  auto m = mask_cpu.accessor<int64_t, 2>();
-  const int64_t max_seq = model->llm->config().max_seq_len;
-  std::vector<int64_t> lens(B), budget(B);
-  int64_t steps = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    int64_t len = 0;
-    while (len < T && m[b][len] != 0) ++len;
-    for (int64_t t = len; t < T; ++t)
-      if (m[b][t] != 0)
-        fail("prompts", "row " + std::to_string(b) + " (" +
-                            (b < static_cast<int64_t>(prompts.ids.size()) ? prompts.ids[b] : std::string("?")) +
-                            "): attention_mask is not right padding");
-    if (len == 0) fail("prompts", "row " + std::to_string(b) + " is empty");
-    lens[b] = len;
-    budget[b] = std::max<int64_t>(0, std::min<int64_t>(max_new_tokens, max_seq - len));
-    steps = std::max(steps, budget[b]);
-  }
-  if (steps == 0) return out;
-  std::vector<Sampler> samplers;
-  if (sampling.temperature > 0.0f) {
-    if (static_cast<int64_t>(sampling.row_seeds.size()) != B)
-      throw std::invalid_argument("generate_graph_answers: sampling needs one seed per row");
-    for (uint64_t seed : sampling.row_seeds) {
-      if (seed == 0) throw std::invalid_argument("generate_graph_answers: a row seed of 0 would mean the clock");
-      samplers.emplace_back(sampling.temperature, sampling.top_p, seed);
-    }
-  }
-
   Llama& llm = model->llm;
-  // The last answer token is never fed back: T + steps - 1 slots suffice.
-  KVCache cache = llm->new_cache(B, T + steps - 1);
-  auto key_mask = torch::zeros({B, T + steps - 1}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  key_mask.narrow(1, 0, T).copy_(mask.to(device));
-  auto lens_t = torch::tensor(lens, torch::kInt64);
+  const std::vector<int64_t> lens = prompt_lengths(mask, prompts.ids);
+  const std::vector<int64_t> budgets = answer_budgets(lens, max_new_tokens, llm->config().max_seq_len);
+  const int64_t steps = *std::max_element(budgets.begin(), budgets.end());
+  if (steps == 0) return std::vector<std::vector<int32_t>>(static_cast<size_t>(B));
 
-  // Prefill: graphs spliced; each row's next token comes from its last real position, the only
-  // one the head runs on.
-  auto hidden = llm->forward_hidden(model->embed(prompts), key_mask.narrow(1, 0, T), &cache);  // [B, T, dim]
-  auto rows = torch::arange(B, torch::TensorOptions().dtype(torch::kInt64).device(hidden.device()));
-  std::vector<bool> done(B, false);
-  for (int64_t b = 0; b < B; ++b) done[b] = budget[b] == 0;
-  auto logits = llm->head(hidden.index({rows, (lens_t - 1).to(hidden.device())}));  // [B, V]
-  auto next = pick(logits, samplers, done);  // [B]
-
-  for (int64_t step = 0;; ++step) {
-    auto next_cpu = next.to(torch::kCPU, torch::kInt64).contiguous();
-    const int64_t* tok = next_cpu.data_ptr<int64_t>();
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      if (tok[b] == eos_id) {
-        done[b] = true;
-        continue;
-      }
-      out[b].push_back(static_cast<int32_t>(tok[b]));
-      if (static_cast<int64_t>(out[b].size()) >= budget[b]) done[b] = true;
-      all_done &= done[b];
-    }
-    if (all_done) break;
-    // Feed every row its token (finished rows too: their results are ignored). The new slot is
-    // T + step for all rows; each row's rotary position is its own length + step.
-    const int64_t slot = T + step;
-    key_mask.narrow(1, slot, 1).fill_(1);
+  const auto device = ids.device();
+  StageDecode decode(llm, lens, T, steps, 0, llm->config().n_layers, device);
+  AnswerRows rows(lens, budgets, eos_id, sampling);
+  torch::Tensor next = rows.pick_after_prefill(llm, decode.prefill(model->embed(prompts)));
+  while (!rows.take(next)) {
+    // Every row gets its token (finished rows too: their results are ignored).
     GraphGptBatch step_batch;
     step_batch.input_ids = next.to(device, torch::kInt64).view({B, 1});
-    auto x = model->embed(step_batch);  // <g_start>/<g_end> rows as in the prompt's embedding
-    auto pos = (lens_t + step).view({B, 1});
-    logits = llm->forward_embeds(x, key_mask.narrow(1, 0, slot + 1), &cache, pos);  // [B, 1, V]
-    next = pick(logits.select(1, 0), samplers, done);
+    // <g_start>/<g_end> rows as in the prompt's embedding.
+    next = rows.pick_after_step(llm, decode.step(model->embed(step_batch)));
   }
-  return out;
+  return std::move(rows.answers());
 }
 
 }  // namespace gt

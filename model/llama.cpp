@@ -101,12 +101,17 @@ torch::Tensor LlamaImpl::embed(const torch::Tensor& tokens) {
   return torch::embedding(embed_tokens_, tokens);
 }
 
-KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity) const {
+KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity, int64_t first, int64_t last) const {
+  if (last < 0) last = cfg_.n_layers;
   KVCache c;
-  auto opts = embed_tokens_.options().requires_grad(false);
-  for (int64_t i = 0; i < cfg_.n_layers; ++i) {
-    c.k.push_back(torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts));
-    c.v.push_back(torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts));
+  c.k.resize(static_cast<size_t>(cfg_.n_layers));
+  c.v.resize(static_cast<size_t>(cfg_.n_layers));
+  // The layer's own weights tell the cache's dtype and device: a later pipeline stage holds no
+  // embeddings.
+  for (int64_t i = first; i < last; ++i) {
+    auto opts = q_[i].options().requires_grad(false);
+    c.k[i] = torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts);
+    c.v[i] = torch::zeros({batch, cfg_.n_kv_heads, capacity, cfg_.head_dim()}, opts);
   }
   return c;
 }
@@ -239,13 +244,21 @@ torch::Tensor LlamaImpl::forward_embeds(torch::Tensor x, const torch::Tensor& ke
 
 torch::Tensor LlamaImpl::forward_hidden(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
                                         const torch::Tensor& position_ids) {
+  return forward_stage(std::move(x), key_mask, cache, position_ids, 0, cfg_.n_layers);
+}
+
+torch::Tensor LlamaImpl::forward_stage(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
+                                       const torch::Tensor& position_ids, int64_t first, int64_t last) {
+  if (first < 0 || first > last || last > cfg_.n_layers)
+    throw std::logic_error("forward_stage: layers [" + std::to_string(first) + ", " + std::to_string(last) +
+                           ") outside the model's " + std::to_string(cfg_.n_layers));
   const int64_t B = x.size(0), T = x.size(1);
   if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
     throw std::runtime_error("position_ids must be [batch, new positions]");
   const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
   if (cache && total > cache->capacity())
     throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
-  x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, 0, cfg_.n_layers);
+  x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, first, last);
   if (cache) cache->len = total;
   return x;
 }

@@ -20,11 +20,16 @@
 
 namespace gt {
 
-// Keys and values of every layer for positions [0, len). Shapes [B, n_kv_heads, capacity, hd].
+// Keys and values of every layer for positions [0, len). Shapes [B, n_kv_heads, capacity, hd]; a
+// pipeline stage's cache leaves the other stages' layers undefined.
 struct KVCache {
   std::vector<torch::Tensor> k, v;
   int64_t len = 0;
-  int64_t capacity() const { return k.empty() ? 0 : k[0].size(2); }
+  int64_t capacity() const {
+    for (const auto& t : k)
+      if (t.defined()) return t.size(2);
+    return 0;
+  }
 };
 
 // The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
@@ -71,7 +76,16 @@ class LlamaImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& key_mask = {}, KVCache* cache = nullptr,
                         const torch::Tensor& position_ids = {});
 
-  KVCache new_cache(int64_t batch, int64_t capacity) const;
+  // A cache for decoder layers [first, last) (last -1: to the end); a pipeline stage's holds only
+  // its own layers' keys and values, the others' entries stay undefined.
+  KVCache new_cache(int64_t batch, int64_t capacity, int64_t first = 0, int64_t last = -1) const;
+  // forward_hidden over decoder layers [first, last) only: a pipeline stage's part of a cached
+  // forward (generation). x is the embeddings on the first stage, the previous stage's hidden
+  // states on the others; key_mask, cache and position_ids as forward_embeds. Each stage runs
+  // exactly the operations the whole model runs on its layers, so the stages together give
+  // forward_hidden's result bit for bit.
+  torch::Tensor forward_stage(torch::Tensor x, const torch::Tensor& key_mask, KVCache* cache,
+                              const torch::Tensor& position_ids, int64_t first, int64_t last);
 
   // The two halves of forward_embeds, for pipeline stages (train/decoder_stage.hpp): decoder
   // layers [first, last) on hidden states [B, T, dim] (no cache; checkpointed when switched on),
