@@ -269,6 +269,11 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
   if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
   e.text_only = r.get_bool("eval", "text_only", e.text_only);
+  e.resume = r.get_bool("eval", "resume", e.resume);
+  e.overwrite = r.get_bool("eval", "overwrite", e.overwrite);
+  e.in_flight = r.get_int("eval", "in_flight", e.in_flight);
+  if (e.in_flight < 0 || e.in_flight > 64)
+    r.reject("eval", "in_flight", "must be in [0, 64] (0 = as many as pipeline stages), got " + std::to_string(e.in_flight));
   return e;
 }
 
@@ -364,7 +369,7 @@ JobConfig read_job_config_text(const std::string& text, const std::string& name,
   return read_from(ConfigReader::from_text(text, name), name, overrides, use);
 }
 
-void check_parallel_layout(const JobConfig& c, int world_size, int n_layers) {
+void check_parallel_layout(const JobConfig& c, int world_size, int n_layers, ConfigUse use) {
   const ParallelismSection& p = c.parallelism;
   const int64_t ranks = p.dp * p.pp * p.tp;
   const std::string at = c.file.empty() ? "" : c.file + ": ";
@@ -377,6 +382,7 @@ void check_parallel_layout(const JobConfig& c, int world_size, int n_layers) {
     fail(at + "[parallelism].pp", std::to_string(p.pp) + " pipeline stages, but the model has only " +
                                       std::to_string(n_layers) + " decoder layers (each stage needs at least one)");
   if (!p.partition.empty()) check_explicit_partition(p.partition, static_cast<int>(p.pp), n_layers);
+  if (use == ConfigUse::kEval) return;
   if (p.microbatches < min_microbatches(p.schedule, static_cast<int>(p.pp)))
     fail(c.origin("parallelism", "microbatches"),
          std::string(name_of(p.schedule)) + " needs at least as many micro-batches as pipeline stages: got " +

@@ -153,6 +153,12 @@ struct EvalSection {
   // Answer from the text alone: the records' <graph> markers are dropped and no graph token
   // is spliced (the baseline a graph model must beat).
   bool text_only = false;
+  // An interrupted eval in out_dir (its committed answers, eval/eval_progress.hpp) is continued
+  // (resume) or replaced (overwrite); with neither, it is refused rather than lost.
+  bool resume = false, overwrite = false;
+  // Batches each pipeline decodes at once, served round robin so that its stages work side by
+  // side (layout/decode_pipeline.hpp); 0: as many as it has stages.
+  int64_t in_flight = 0;
 };
 
 // [parallelism] The process grid (world = dp x pp x tp, see layout/process_grid.hpp and
@@ -228,7 +234,8 @@ JobConfig read_job_config_text(const std::string& text, const std::string& name,
 // The checks of [parallelism] that need the number of ranks mpirun started and the model's
 // decoder layer count (read_job_config does the rest): dp*pp*tp must equal world_size, pp may
 // not exceed n_layers, and an explicit partition must fit the model. One-line InputError naming
-// [parallelism] and the numbers. Meant to run once, before any rank loads the model.
-void check_parallel_layout(const JobConfig& c, int world_size, int n_layers);
+// [parallelism] and the numbers. Meant to run once, before any rank loads the model. kEval skips
+// what only a training step has: its micro-batches and their split of [training].batch_size.
+void check_parallel_layout(const JobConfig& c, int world_size, int n_layers, ConfigUse use = ConfigUse::kTrain);
 
 }  // namespace gt

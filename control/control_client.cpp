@@ -293,6 +293,11 @@ void report_checkpoint(int64_t step, const std::string& path) {
   if (connected()) client().send(encode_checkpoint(step, path));
 }
 
+void report_eval_progress(int64_t answered, int64_t resumed, int64_t records) {
+  if (!connected()) return;
+  client().send(encode_eval_progress({answered, resumed, records}, memory_now()));
+}
+
 void report_eval(const std::string& metrics_json) {
   if (connected()) client().send(encode_eval(metrics_json));
 }

@@ -22,6 +22,9 @@ void report_device(const std::string& device);  // once chosen: the launcher's s
 void note_gpu_memory(double peak_allocated_mib, double peak_reserved_mib);
 void report_step(const StepMetrics& m);  // rss and gpu fields are filled in here
 void report_checkpoint(int64_t step, const std::string& path);
+// An eval's progress: records this rank answered so far in this attempt, of `records`, after
+// `resumed` answered before it (rss and gpu fields are filled in here).
+void report_eval_progress(int64_t answered, int64_t resumed, int64_t records);
 void report_eval(const std::string& metrics_json);
 void report_error(const std::string& message);
 void report_stopped(int64_t step);

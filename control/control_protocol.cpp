@@ -151,6 +151,12 @@ ParseResult parse_worker_message(const std::string& line) {
     m.kind = Kind::kCheckpoint;
     m.step = r.integer("step", 0, kMaxInt64);
     m.text = r.string("path");
+  } else if (type == "eval_progress") {
+    m.kind = Kind::kEvalProgress;
+    m.eval.answered = r.integer("answered", 0, kMaxInt64);
+    m.eval.resumed = r.integer("resumed", 0, kMaxInt64);
+    m.eval.records = r.integer("records", 0, kMaxInt64);
+    read_rss(r, m.metrics);
   } else if (type == "eval") {
     m.kind = Kind::kEval;
     if (const json* metrics = r.object("metrics")) m.text = line_of(*metrics);
@@ -208,6 +214,17 @@ std::string encode_step(const StepMetrics& m) {
 
 std::string encode_checkpoint(int64_t step, const std::string& path) {
   return line_of({{"type", "checkpoint"}, {"step", step}, {"path", path}});
+}
+
+std::string encode_eval_progress(const EvalCounts& counts, const StepMetrics& m) {
+  json j = {{"type", "eval_progress"},
+            {"answered", counts.answered},
+            {"resumed", counts.resumed},
+            {"records", counts.records},
+            {"rss_mib", number_or_null(m.rss_mib)},
+            {"peak_rss_mib", number_or_null(m.peak_rss_mib)}};
+  add_gpu_fields(j, m);
+  return line_of(j);
 }
 
 std::string encode_eval(const std::string& metrics_json) {

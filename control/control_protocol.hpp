@@ -14,10 +14,14 @@
 // A rank on a GPU adds "gpu_peak_allocated_mib":M,"gpu_peak_reserved_mib":M to its heartbeats
 // and steps (the CUDA caching allocator's peaks); absent, they read as 0.
 //   {"type":"checkpoint","step":S,"path":P}
+//   {"type":"eval_progress","answered":A,"resumed":R,"records":N,"rss_mib":M,"peak_rss_mib":M}
+//                              an eval's records this rank has answered in this attempt, of N;
+//                              R were answered before it began (the same on every rank)
 //   {"type":"eval","metrics":{...}}
 //   {"type":"error","message":TEXT}
 //   {"type":"done"}            the rank finished its work and is about to exit 0
-//   {"type":"stopped","step":S} the rank saved a checkpoint at S on the launcher's request
+//   {"type":"stopped","step":S} the rank saved a checkpoint at S on the launcher's request (an
+//                              eval: its answers are committed; S counts the records answered)
 // launcher -> worker:
 //   {"type":"stop","reason":TEXT}   finish the current step, save a checkpoint, exit 0
 //
@@ -39,7 +43,7 @@ constexpr const char* kAddressEnv = "GRAPHTUNE_CONTROL_ADDR";   // "HOST:PORT"
 constexpr const char* kTokenEnv = "GRAPHTUNE_JOB_TOKEN";        // 32 hex digits
 constexpr const char* kHeartbeatEnv = "GRAPHTUNE_HEARTBEAT_S";  // seconds between heartbeats
 
-enum class Kind { kHello, kDevice, kHeartbeat, kStep, kCheckpoint, kEval, kError, kDone, kStopped };
+enum class Kind { kHello, kDevice, kHeartbeat, kStep, kCheckpoint, kEvalProgress, kEval, kError, kDone, kStopped };
 
 struct Hello {
   std::string token, host, device;
@@ -54,10 +58,15 @@ struct StepMetrics {
   double gpu_peak_allocated_mib = 0, gpu_peak_reserved_mib = 0;  // 0: not on a GPU
 };
 
+struct EvalCounts {
+  int64_t answered = 0, resumed = 0, records = 0;
+};
+
 struct WorkerMessage {
   Kind kind = Kind::kHeartbeat;
   Hello hello;           // kHello
-  StepMetrics metrics;   // kStep; kHeartbeat fills the rss and gpu fields
+  StepMetrics metrics;   // kStep; kHeartbeat and kEvalProgress fill the rss and gpu fields
+  EvalCounts eval;       // kEvalProgress
   int64_t step = 0;      // kCheckpoint, kStopped
   // kCheckpoint: the path; kError: the message; kEval: the metrics JSON text; kDevice: the device
   std::string text;
@@ -78,6 +87,8 @@ std::string encode_device(const std::string& device);
 std::string encode_heartbeat(const StepMetrics& m);
 std::string encode_step(const StepMetrics& m);
 std::string encode_checkpoint(int64_t step, const std::string& path);
+// The rss and gpu fields of m.
+std::string encode_eval_progress(const EvalCounts& counts, const StepMetrics& m);
 std::string encode_eval(const std::string& metrics_json);  // metrics_json: a JSON object's text
 std::string encode_error(const std::string& message);
 std::string encode_done();

@@ -48,9 +48,9 @@ void check_local_ranks(int64_t ranks, const std::string& where) {
 
 // The layout against the model (formats/: its config alone) and the ranks, as the worker will
 // check it: here, before anything starts, whatever the number of ranks.
-void check_layout_against_model(const JobConfig& cfg, int ranks) {
+void check_layout_against_model(const JobConfig& cfg, int ranks, ConfigUse use) {
   const int64_t n_layers = cfg.model.path.empty() ? cfg.model.n_layers : read_model_config(cfg.model.path).n_layers;
-  check_parallel_layout(cfg, ranks, static_cast<int>(n_layers));
+  check_parallel_layout(cfg, ranks, static_cast<int>(n_layers), use);
 }
 
 // cuda asked for, on this host: it must show a GPU, and one a rank. Other hosts' GPUs are seen
@@ -123,8 +123,6 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
     fail("--np " + std::to_string(f.np), "contradicts dp x pp x tp = " + std::to_string(cfg.parallelism.dp) + " x " +
                                              std::to_string(cfg.parallelism.pp) + " x " + std::to_string(cfg.parallelism.tp) + " = " +
                                              std::to_string(L.np));
-  if (use == ConfigUse::kEval && L.np != 1)
-    fail("--np " + std::to_string(L.np), "not supported yet: eval on more than one rank");
 
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   if (!f.hostfile.empty()) {
@@ -158,7 +156,7 @@ JobLayout resolve_layout(const LaunchFlags& f, const Overrides& user, ConfigUse 
     L.oversubscribe = L.np > cores;
   }
   check_cuda_here(cfg, f.hostfile.empty() ? L.np : 0);
-  if (use == ConfigUse::kTrain) check_layout_against_model(cfg, L.np);
+  check_layout_against_model(cfg, L.np, use);
   // Each rank gets its share of the cores unless the config says otherwise: OpenMP threads of
   // ranks on one host that add up to more than its cores slow every rank down.
   if (cfg.training.threads == 0 && !find_override(L.overrides, "training.threads")) {

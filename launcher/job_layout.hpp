@@ -42,7 +42,7 @@ struct JobLayout {
   bool oversubscribe = false;
 };
 
-// use: kTrain for train and the pipeline's stages, kEval for eval (one rank). A count flag of 0 is
+// use: kTrain for train and the pipeline's stages, kEval for eval. A count flag of 0 is
 // one not given: the CLI has refused the ones given as less than 1.
 JobLayout resolve_layout(const LaunchFlags& flags, const Overrides& user_overrides, ConfigUse use);
 

@@ -76,6 +76,10 @@ JobResult supervise(JobProcess& job, control::Server& server, const SupervisorOp
       case control::Kind::kCheckpoint:
         if (sink.on_checkpoint) sink.on_checkpoint(m.step, m.text);
         break;
+      case control::Kind::kEvalProgress:
+        note_memory(r, m.metrics);
+        if (sink.on_eval_progress) sink.on_eval_progress(e.rank, m.eval, m.metrics);
+        break;
       case control::Kind::kEval:
         if (sink.on_eval) sink.on_eval(m.text);
         break;

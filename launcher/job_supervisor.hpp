@@ -55,6 +55,8 @@ struct SupervisorOptions {
 struct SupervisorSink {
   std::function<void(const control::StepMetrics&)> on_step;  // world rank 0's steps
   std::function<void(int64_t step, const std::string& path)> on_checkpoint;
+  // An eval's progress from `rank`: its counts and its memory figures.
+  std::function<void(int rank, const control::EvalCounts&, const control::StepMetrics& memory)> on_eval_progress;
   std::function<void(const std::string& metrics_json)> on_eval;
   std::function<void(const std::string& line)> message;  // the launcher's own news
 };

@@ -101,13 +101,22 @@ int run_train(LaunchFlags& f, const std::vector<std::string>& extra, const std::
   return run_or_print(spec, f);
 }
 
-int run_eval(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& out, bool skip) {
+int run_eval(LaunchFlags& f, const std::vector<std::string>& extra, const std::string& out, bool skip, bool resume,
+             int argc, char** argv) {
   Overrides user = user_overrides(extra);
   if (skip) set_override(user, "data.skip_invalid", "true");
+  if (resume) set_override(user, "eval.resume", "true");
+  if (f.overwrite) set_override(user, "eval.overwrite", "true");
+  if (!out.empty()) set_override(user, "eval.out_dir", out);  // = the worker's --out, seen by the preflight too
   JobSpec spec = worker_job("eval", f.config);
   spec.layout = resolve_layout(f, user, ConfigUse::kEval);
-  spec.run_dir = out.empty() ? spec.layout.cfg.eval.out_dir : out;
-  if (!out.empty()) spec.worker_args.insert(spec.worker_args.end(), {"--out", out});
+  spec.run_dir = spec.layout.cfg.eval.out_dir;
+  spec.answers = true;
+  spec.resume_command = resume_command(argc, argv, {"--resume"});
+  if (spec.layout.np > 1 || f.dry_run) {
+    const int rc = preflight(spec.worker, f.config, spec.layout, "eval");
+    if (rc != 0) return rc;
+  }
   return run_or_print(spec, f);
 }
 
@@ -137,13 +146,22 @@ void add_launch_commands(CLI::App& app, int& exit_code, int argc, char** argv) {
     auto f = std::make_shared<LaunchFlags>();
     auto out = std::make_shared<std::string>();
     auto skip = std::make_shared<bool>(false);
+    auto resume = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand(
-        "eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)");
+        "eval", "answer instruction records with GraphGPT and score them on 1..N ranks (predictions.jsonl, metrics.json)");
     add_common_flags(sub, *f);
+    add_parallel_flags(sub, *f);
     sub->add_option("--out", *out, "output folder (default [eval].out_dir, i.e. [job].out_dir/eval)");
     sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many");
+    sub->add_flag("--resume", *resume,
+                  "continue an interrupted eval in the output folder from its committed answers (= --eval.resume true)");
+    sub->add_flag("--overwrite", f->overwrite,
+                  "replace an interrupted eval's committed answers and start over (= --eval.overwrite true)");
     sub->allow_extras();
-    sub->callback([sub, f, out, skip, &exit_code] { exit_code = run_eval(*f, sub->remaining(), *out, *skip); });
+    sub->callback([sub, f, out, skip, resume, argc, argv, &exit_code] {
+      check_count_flags(sub, *f);
+      exit_code = run_eval(*f, sub->remaining(), *out, *skip, *resume, argc, argv);
+    });
   }
   {
     auto f = std::make_shared<LaunchFlags>();

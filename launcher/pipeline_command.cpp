@@ -95,13 +95,10 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     for (const auto& [k, v] : more) set_override(base, k, v);
     return base;
   };
+  // The evaluations run on the job's ranks, in the layout the stages train in: a model trained
+  // over pipeline stages because it fits no one rank is evaluated over the same stages.
   LaunchFlags eval_flags = f;
   eval_flags.config = p.stage2;
-  eval_flags.np = eval_flags.dp = eval_flags.pp = eval_flags.tp = eval_flags.microbatches = 0;
-  eval_flags.schedule.clear();
-  eval_flags.hostfile.clear();
-  eval_flags.include.clear();
-  eval_flags.exclude.clear();
 
   // Every stage's job, resolved and checked before the first one starts.
   struct Step {
@@ -145,21 +142,23 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
       s.spec.title = text_only ? "eval (text only)" : "eval";
       s.spec.worker = worker;
       s.spec.run_dir = p.out_dir + (text_only ? "/eval_text_only" : "/eval");
-      s.spec.worker_args = {"eval", "--config", p.stage2, "--out", s.spec.run_dir};
+      s.spec.worker_args = {"eval", "--config", p.stage2};
       Overrides o = with(with(common, eval), {{"model.projector", s2_dir + "/graph_projector.bin"},
                                               {"data.instructions", p.eval_instructions},
-                                              {"job.out_dir", s2_dir}});
+                                              {"job.out_dir", s2_dir},
+                                              {"eval.out_dir", s.spec.run_dir}});
       if (text_only) set_override(o, "eval.text_only", "true");
       if (!text_only && !adapter.empty()) set_override(o, "model.adapter", adapter);
       s.spec.layout = resolve_layout(eval_flags, o, ConfigUse::kEval);
       s.spec.resume_command = resume_cmd;
+      s.spec.answers = true;
       s.output = "metrics.json";
       steps.push_back(s);
     }
   }
   for (const Step& s : steps)
-    if (s.train) {
-      const int rc = preflight(worker, s.spec.worker_args[2], s.spec.layout);
+    if (s.train || s.spec.layout.np > 1) {
+      const int rc = preflight(worker, s.spec.worker_args[2], s.spec.layout, s.train ? "train" : "eval");
       if (rc != 0) return rc;
     }
   // An earlier pipeline's work in the stages' folders is continued (--resume) or replaced
@@ -195,6 +194,10 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
     if (resume && s.train && !ckpt::committed_checkpoints(s.spec.layout.cfg.checkpoint.dir).empty()) {
       set_override(s.spec.layout.overrides, "checkpoint.resume", "latest");
       s.spec.layout.cfg.checkpoint.resume = "latest";
+    }
+    if (resume && !s.train) {  // an evaluation that was stopped keeps the answers it committed
+      set_override(s.spec.layout.overrides, "eval.resume", "true");
+      s.spec.layout.cfg.eval.resume = true;
     }
     std::printf("graphtune: pipeline: %s\n", s.spec.title.c_str());
     std::fflush(stdout);

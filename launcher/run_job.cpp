@@ -90,7 +90,8 @@ std::vector<std::string> job_command(const JobSpec& spec, const LaunchFlags& fla
   m.export_env.assign(std::begin(kControlEnv), std::end(kControlEnv));
   // The tests' fault injection (a rank killed inside a checkpoint write) reaches the ranks on
   // every host, not only those mpirun starts here with its own environment.
-  if (std::getenv("GRAPHTUNE_TEST_KILL_IN_SAVE")) m.export_env.push_back("GRAPHTUNE_TEST_KILL_IN_SAVE");
+  for (const char* hook : {"GRAPHTUNE_TEST_KILL_IN_SAVE", "GRAPHTUNE_TEST_KILL_IN_EVAL", "GRAPHTUNE_TEST_EVAL_SLOW_MS"})
+    if (std::getenv(hook)) m.export_env.push_back(hook);
   m.extra = split_shell_words(flags.mpirun_args, "--mpirun-args");
   m.program = {spec.worker};
   m.program.insert(m.program.end(), spec.worker_args.begin(), spec.worker_args.end());
@@ -115,8 +116,9 @@ std::string dry_run_text(const JobSpec& spec, const LaunchFlags& flags) {
   return text + "\n";
 }
 
-int preflight(const std::string& worker, const std::string& config, const JobLayout& layout) {
-  std::vector<std::string> args{worker, "train", "--check-world", std::to_string(layout.np)};
+int preflight(const std::string& worker, const std::string& config, const JobLayout& layout,
+              const std::string& subcommand) {
+  std::vector<std::string> args{worker, subcommand, "--check-world", std::to_string(layout.np)};
   if (!config.empty()) args.insert(args.end(), {"--config", config});
   for (const auto& a : override_args(layout.overrides)) args.push_back(a);
   std::vector<char*> cargs;
@@ -166,7 +168,8 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
   }
   make_dirs(spec.run_dir + "/logs");
   const std::string log_path = spec.run_dir + "/logs/workers.log";
-  RunView view(spec.run_dir, !spec.layout.cfg.checkpoint.resume.empty(), spec.layout.cfg.training.log_every);
+  const bool continues = !cfg.checkpoint.resume.empty() || (spec.answers && cfg.eval.resume);
+  RunView view(spec.run_dir, continues, spec.layout.cfg.training.log_every);
   install_stop_signals();
   // On a terminal the progress bar owns the screen and the workers' output goes to the log
   // only; anywhere else (a pipe, a CI log) it is also passed through, as mpirun would.
@@ -229,7 +232,11 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
       }
       case JobOutcome::kStopped: {
         view.print_summary(job_spec.title + " stopped", res);
-        if (res.stopped_step > 0 && !spec.resume_command.empty())
+        if (spec.answers && !spec.resume_command.empty())
+          std::fprintf(stdout, "graphtune: %lld of %lld records answered and committed; to continue: %s\n",
+                       static_cast<long long>(view.eval_answered()), static_cast<long long>(view.eval_records()),
+                       spec.resume_command.c_str());
+        else if (res.stopped_step > 0 && !spec.resume_command.empty())
           std::fprintf(stdout, "graphtune: saved at step %lld; to continue: %s\n",
                        static_cast<long long>(res.stopped_step), spec.resume_command.c_str());
         else
@@ -243,7 +250,13 @@ int run_job(const JobSpec& spec, const LaunchFlags& flags) {
     std::fprintf(stderr, "graphtune: error: %s; the job was stopped (exit %d)\n", res.failure.c_str(), res.mpirun.code);
     if (!echo) std::fprintf(stderr, "last lines of %s:\n%s", log_path.c_str(), log_tail(log_path, 12).c_str());
     view.print_summary(job_spec.title + " failed", res);
-    if (attempt >= flags.max_restarts || !spec.checkpointed) return 1;
+    if (attempt >= flags.max_restarts || !(spec.checkpointed || spec.answers)) return 1;
+    if (spec.answers) {
+      set_override(job_spec.layout.overrides, "eval.resume", "true");
+      view.say("restart " + std::to_string(attempt + 1) + " of " + std::to_string(flags.max_restarts) + ", keeping the " +
+               std::to_string(view.eval_answered()) + " answers committed");
+      continue;
+    }
     const auto committed = ckpt::committed_checkpoints(job_spec.layout.cfg.checkpoint.dir);
     if (!committed.empty()) {
       set_override(job_spec.layout.overrides, "checkpoint.resume", "latest");

@@ -16,6 +16,7 @@ struct JobSpec {
   JobLayout layout;
   std::string run_dir;                // metrics.jsonl, tensorboard/, logs/ go here
   bool checkpointed = false;          // train: a restart resumes from [checkpoint].dir
+  bool answers = false;               // eval: a restart continues from the answers committed
   std::string resume_command;         // what the user runs to continue after a stop ("" = none)
 };
 
@@ -36,7 +37,9 @@ std::string worker_binary();
 // The worker checks the config and the layout for the whole world in one process, without
 // MPI, before any rank starts: a bad file or a layout the model cannot take costs a second,
 // not a job. Returns its exit code; its one-line error is the user's.
-int preflight(const std::string& worker, const std::string& config, const JobLayout& layout);
+// `subcommand`: the worker's train or eval, whose checks differ.
+int preflight(const std::string& worker, const std::string& config, const JobLayout& layout,
+              const std::string& subcommand = "train");
 
 // The command line that continues a stopped run: this process's own, without its --resume,
 // with `resume_args` appended.

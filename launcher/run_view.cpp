@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -60,6 +61,8 @@ void RunView::say(const std::string& line) {
 
 SupervisorSink RunView::sink(int attempt) {
   SupervisorSink s;
+  eval_answered_.clear();  // a new attempt's ranks count from 0, after what it resumed
+  eval_first_answered_ = -1;
   s.on_step = [this, attempt](const control::StepMetrics& m) {
     if (!progress_) progress_ = std::make_unique<ProgressView>(stdout, ::isatty(1) != 0, m.steps, log_every_);
     progress_->on_step(m);
@@ -100,17 +103,58 @@ SupervisorSink RunView::sink(int attempt) {
     ++checkpoints_;
     say("checkpoint at step " + std::to_string(step) + ": " + path);
   };
+  s.on_eval_progress = [this, attempt](int rank, const control::EvalCounts& c, const control::StepMetrics& memory) {
+    const double t = wall_time_s();
+    if (eval_first_answered_ < 0) {  // the rate is measured from here: this report carries the start-up
+      eval_first_s_ = t;
+      eval_first_answered_ = c.answered;
+    }
+    eval_answered_[rank] = c.answered;
+    eval_resumed_ = c.resumed;
+    eval_records_ = c.records;
+    eval_last_s_ = t;
+    const int64_t answered = eval_answered();
+    if (!progress_) progress_ = std::make_unique<ProgressView>(stdout, ::isatty(1) != 0, 0, log_every_);
+    progress_->on_eval(answered, c.records, memory.rss_mib);
+    metrics().write({{"event", "eval_progress"}, {"answered", answered}, {"records", c.records}, {"rank", rank},
+                     {"rss_mib", memory.rss_mib}, {"time", t}, {"attempt", attempt}});
+  };
   s.on_eval = [this](const std::string& text) {
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return;
+    if (j.is_discarded() || !j.is_object()) return;
+    const double t = wall_time_s();
+    metrics().write({{"event", "eval"}, {"metrics", j}, {"time", t}});
+    // Every figure of every dataset, as eval/<dataset>/<task>/<name>; the whole run's accuracy as
+    // eval/accuracy. An eval has no step: its scalars go at step 0 of this folder's events.
     if (j.contains("accuracy") && j["accuracy"].is_number())
-      say("eval: accuracy " + format_fixed(j["accuracy"].get<double>(), 4) +
-          (j.contains("macro_f1") && j["macro_f1"].is_number()
-               ? ", macro-F1 " + format_fixed(j["macro_f1"].get<double>(), 4)
-               : ""));
+      tensorboard().add_scalar("eval/accuracy", 0, j["accuracy"].get<double>(), t);
+    if (j.contains("datasets") && j["datasets"].is_object())
+      for (auto& [dataset, blocks] : j["datasets"].items()) {
+        if (!blocks.is_object()) continue;
+        for (auto& [task, block] : blocks.items()) {
+          if (!block.is_object()) continue;
+          for (auto& [name, value] : block.items())
+            if (value.is_number() && name != "n")
+              tensorboard().add_scalar("eval/" + dataset + "/" + task + "/" + name, 0, value.get<double>(), t);
+        }
+      }
+    tensorboard().flush();
+    if (j.contains("accuracy") && j["accuracy"].is_number()) {
+      eval_summary_ = "accuracy " + format_fixed(j["accuracy"].get<double>(), 4) +
+                      (j.contains("macro_f1") && j["macro_f1"].is_number()
+                           ? ", macro-F1 " + format_fixed(j["macro_f1"].get<double>(), 4)
+                           : "");
+      say("eval: " + eval_summary_);
+    }
   };
   s.message = [this](const std::string& line) { say(line); };
   return s;
+}
+
+int64_t RunView::eval_answered() const {
+  int64_t n = eval_resumed_;
+  for (const auto& [rank, answered] : eval_answered_) n += answered;
+  return n;
 }
 
 void RunView::finish() {
@@ -138,6 +182,18 @@ void RunView::print_summary(const std::string& title, const JobResult& res) cons
             format_count(tokens_per_s_sum_ / static_cast<double>(steps_seen_)) + " tokens/s";
   }
   if (checkpoints_) line += ", newest checkpoint " + newest_checkpoint_;
+  if (eval_records_ > 0) {
+    int64_t this_attempt = 0;
+    for (const auto& [rank, n] : eval_answered_) this_attempt += n;
+    const bool measured = eval_last_s_ > eval_first_s_ && this_attempt > eval_first_answered_;
+    const double rate = measured ? static_cast<double>(this_attempt - eval_first_answered_) / (eval_last_s_ - eval_first_s_)
+                                 : static_cast<double>(this_attempt) / std::max(res.seconds, 1e-9);
+    line += ", " + format_count(static_cast<double>(eval_answered())) + " of " +
+            format_count(static_cast<double>(eval_records_)) + " records answered";
+    if (eval_resumed_ > 0) line += " (" + format_count(static_cast<double>(eval_resumed_)) + " before this attempt)";
+    if (this_attempt > 0) line += ", " + format_fixed(rate, 2) + " answers/s";
+    if (!eval_summary_.empty()) line += ", " + eval_summary_;
+  }
   std::fprintf(stdout, "graphtune: %s\n%s", line.c_str(),
                format_table(header, rows).c_str());
   if (!skipped_steps_.empty()) {

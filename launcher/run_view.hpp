@@ -4,6 +4,7 @@
 // the end of each attempt. The files are opened at the first event, so a job that logs nothing
 // (an evaluation, a rejected job) leaves no empty files.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class RunView {
   void print_summary(const std::string& title, const JobResult& res) const;
   // Whether the workers reported a step (a job rejected before its first one wrote nothing).
   bool saw_steps() const { return steps_seen_ > 0; }
+  // An eval's records answered and committed so far (those of an earlier attempt included), of
+  // how many; 0 of 0 before its first report.
+  int64_t eval_answered() const;
+  int64_t eval_records() const { return eval_records_; }
 
  private:
   MetricsLog& metrics();
@@ -51,6 +56,12 @@ class RunView {
   double last_loss_ = 0, tokens_per_s_sum_ = 0;
   std::string newest_checkpoint_;
   std::vector<int64_t> skipped_steps_;  // over every attempt
+  // An eval: each rank's records answered in the current attempt, what the attempt started from,
+  // the records in all, and when the attempt's first report came.
+  std::map<int, int64_t> eval_answered_;
+  int64_t eval_resumed_ = 0, eval_records_ = 0, eval_first_answered_ = -1;
+  double eval_first_s_ = 0, eval_last_s_ = 0;
+  std::string eval_summary_;  // "accuracy 0.8440, macro-F1 0.8390" once the metrics came
 };
 
 }  // namespace gt

@@ -323,6 +323,39 @@ TEST(ProgressView, TerminalBarRedrawnInPlaceWithMessages) {
                             "\r[################] step 16/16  5.4s<0.0s" + tail + "\n");
 }
 
+// An eval's reports come a batch at a time from every rank: a plain line each tenth of the
+// records, the rate and the time left measured from the first report.
+TEST(ProgressView, EvalRecordsEveryTenthWithAnswersPerSecond) {
+  Capture out;
+  FakeClock clock;
+  gt::ProgressView view(out.file, false, 0, 10, clock.fn());
+  clock.now = 10;
+  view.on_eval(0, 100, 500);  // the attempt's first report: nothing answered yet
+  for (int64_t answered = 4; answered <= 100; answered += 4) {
+    clock.now = 10 + static_cast<double>(answered) / 4;  // 4 records a second
+    view.on_eval(answered, 100, 512);
+  }
+  view.finish();
+  const std::string text = out.text();
+  EXPECT_EQ(count_of(text, "\n"), 11) << text;  // the first answers (4), then at 12, 20, 32, ..., 100: each tenth once
+  EXPECT_NE(text.find("eval 12/100 records  answers/s 4  rss 512 MiB  eta 22.0s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("eval 100/100 records  answers/s 4  rss 512 MiB  eta 0.0s\n"), std::string::npos) << text;
+}
+
+TEST(ProgressView, EvalTerminalBar) {
+  Capture out;
+  FakeClock clock;
+  gt::ProgressView view(out.file, true, 0, 1, clock.fn());
+  view.set_columns(200);
+  clock.now = 1;
+  view.on_eval(8, 32, 845);
+  clock.now = 3;
+  view.on_eval(16, 32, 845);  // 8 records in 2 s, 16 left
+  view.finish();
+  EXPECT_EQ(out.text(), "\r[####............] eval 8/32  1.0s<?  0 answers/s  845 MiB\x1b[K"
+                        "\r[########........] eval 16/32  3.0s<4.0s  4 answers/s  845 MiB\x1b[K\n");
+}
+
 TEST(ProgressView, TerminalRedrawsAtMostTenTimesASecond) {
   Capture out;
   FakeClock clock;

@@ -1,36 +1,36 @@
-// graphtune eval --config FILE [--section.key VALUE ...] [--out DIR]: answers every instruction
-// record with GraphGPT (the LLM, the graph encoder and a stage's projector, as build_graphgpt
-// assembles them from the training config), batched with the graphs spliced in (shortest
-// prompts first; greedy decoding answers a repeated prompt without a graph once), greedy or
-// sampled ([eval].protocol, temperature), and scores the answers against the records' own gpt
-// answers, dataset by dataset (the id's prefix: GraphGPT's eval sets mix arXiv, PubMed and Cora):
-//   * link prediction (id ending in "_LP"): the reference answer's yes/no is the label;
-//     link_metrics (accuracy, AUC).
-//   * node classification (one graph, the reference answer names a class of the dataset's list:
-//     [eval].classes, else [data].graph's when the features come from it): classification_metrics
-//     (accuracy, macro-F1, unparsed, confusion, and GraphGPT's top-3 containment).
-//   * every other one-graph record (graph matching, or a dataset without a class list):
-//     exact_match, the share of answers equal to the reference (both stripped of whitespace).
-// Writes OUT/predictions.jsonl (GraphGPT's row shapes, in record order), OUT/metrics.json and
-// OUT/graphgpt/<dataset>_test_res_0_<n>.json (GraphGPT's result files, which its metric script
-// reads from a folder of nothing else); OUT is [eval].out_dir (default [job].out_dir/eval) or
-// --out. Every file is written only once every answer is in, each atomically; a failure leaves
-// none behind.
+// graphtune eval --config FILE [--section.key VALUE ...] [--out DIR] [--resume | --overwrite]:
+// answers every instruction record with GraphGPT (the LLM, the graph encoder and a stage's
+// projector, as build_graphgpt assembles them from the training config), batched with the graphs
+// spliced in, greedy or sampled ([eval].protocol, temperature), scores the answers against the
+// records' own (eval/eval_scoring.hpp) and writes one set of result files.
+//
+// On one rank or many, in any layout training runs in: the prompts are cut into batches the same
+// way whatever the layout (eval/eval_plan.hpp), the batches shared out over the replicas (dp x tp:
+// tensor parallelism splits only the projector, so at eval its ranks answer batches of their own),
+// and a replica of pp > 1 decodes its batches pipelined over its stages
+// (eval/pipelined_decode.hpp). Every batch's answers are committed as soon as they are in
+// (eval/eval_progress.hpp); once all are, world rank 0 scores them and writes the result files,
+// the same, byte for byte, as one rank writes. A stopped or killed eval continues with --resume,
+// at any layout.
 #include <torch/torch.h>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "checkpoint/run_folder.hpp"
+#include "comm/communicator.hpp"
 #include "comm/world.hpp"
-#include "common/atomic_file.hpp"
 #include "common/config.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -38,115 +38,31 @@
 #include "config/job_config.hpp"
 #include "config/names.hpp"
 #include "control/control_client.hpp"
-#include "data/class_lists.hpp"
-#include "data/cora_ml.hpp"
-#include "data/instructions.hpp"
-#include "data/metrics.hpp"
+#include "eval/eval_plan.hpp"
+#include "eval/eval_progress.hpp"
+#include "eval/eval_scoring.hpp"
+#include "eval/pipelined_decode.hpp"
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
 #include "loader/prompt_order.hpp"
 #include "model/graph_generate.hpp"
+#include "parallel/parallel_runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "train/graphgpt_setup.hpp"
 #include "train/mixed_precision.hpp"
+#include "weights/load_model.hpp"
 #include "worker/commands.hpp"
 #include "worker/device_choice.hpp"
+#include "worker/rank_errors.hpp"
 
 namespace gt {
 
 namespace {
 
-enum class EvalTask { kNodeClassification, kLinkPrediction, kGraphMatching };
-
-std::string record_where(const std::string& file, const InstructionRecord& r) {
-  return file + ": record id " + nlohmann::json(r.id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Which task each record is and its label (class index, 1/0 for links, -1 otherwise).
-struct Reference {
-  EvalTask task = EvalTask::kGraphMatching;
-  int32_t label = -1;
-  std::string answer;  // the record's last gpt turn, stripped
-};
-
-// The class names each dataset's answers are scored against, and where they came from.
-struct DatasetClasses {
-  std::vector<std::string> names;
-  std::string source;
-};
-
-// A node-classification record's label is the first class its reference answer names
-// (parse_class): the answer itself for GraphGPT's std sets, the conclusion's class for its
-// chain-of-thought sets, which name the class before discussing others.
-std::vector<Reference> references(const std::vector<InstructionRecord>& records,
-                                  const std::map<std::string, DatasetClasses>& classes, const std::string& file) {
-  std::vector<Reference> refs;
-  for (const auto& r : records) {
-    if (r.conversations.empty() || r.conversations.back().from != "gpt")
-      fail(record_where(file, r), "conversations: the last turn must be the gpt answer to score against");
-    Reference ref;
-    ref.answer = trim_whitespace(r.conversations.back().value);
-    if (is_link_prediction_id(r.id)) {
-      ref.task = EvalTask::kLinkPrediction;
-      ref.label = parse_yes_no(ref.answer);
-      if (ref.label < 0)
-        fail(record_where(file, r), "a link-prediction answer must be \"yes\" or \"no\", got \"" + ref.answer + "\"");
-    } else if (auto it = classes.find(r.dataset); it != classes.end()) {
-      ref.label = parse_class(ref.answer, it->second.names);
-      if (ref.label >= 0) ref.task = EvalTask::kNodeClassification;
-    }
-    refs.push_back(ref);
-  }
-  return refs;
-}
-
-// Datasets in order of first appearance.
-std::vector<std::string> datasets_of(const std::vector<InstructionRecord>& records) {
-  std::vector<std::string> out;
-  for (const auto& r : records)
-    if (std::find(out.begin(), out.end(), r.dataset) == out.end()) out.push_back(r.dataset);
-  return out;
-}
-
-std::map<std::string, DatasetClasses> class_lists(const JobConfig& cfg, const std::vector<std::string>& datasets,
-                                                  const std::vector<InstructionRecord>& records) {
-  std::map<std::string, DatasetClasses> out;
-  if (!cfg.eval.classes.empty())
-    for (auto& [d, names] : read_class_lists(cfg.eval.classes)) out[d] = {names, cfg.eval.classes};
-  // The text graph the features come from knows its classes; a feature file does not.
-  std::vector<std::string> graph_classes;
-  bool graph_loaded = false;
-  for (const auto& d : datasets) {
-    if (out.count(d)) continue;
-    const bool single_graph = std::any_of(records.begin(), records.end(), [&](const InstructionRecord& r) {
-      return r.dataset == d && !is_link_prediction_id(r.id);
-    });
-    if (!single_graph) continue;
-    if (cfg.data.features.empty()) {
-      if (!graph_loaded) graph_classes = load_graph(cfg.data.graph).class_names;
-      graph_loaded = true;
-      out[d] = {graph_classes, cfg.data.graph};
-    } else {
-      std::fprintf(stderr,
-                   "graphtune: eval: no class list for dataset '%s' (its records are scored by exact match): name one "
-                   "in [eval].classes\n",
-                   d.c_str());
-    }
-  }
-  return out;
-}
-
-// The answer budget when [eval].max_new_tokens is 0: the longest reference answer, half again
-// (a model's wording varies), within [32, 1024].
-int64_t auto_max_new_tokens(const std::vector<Reference>& refs, const Tokenizer& tok, int64_t* longest) {
-  *longest = 0;
-  for (const auto& r : refs)
-    *longest = std::max<int64_t>(*longest, static_cast<int64_t>(tok.encode(r.answer, false, false).size()));
-  return std::clamp<int64_t>((*longest * 3 + 1) / 2, 32, 1024);
-}
+using Clock = std::chrono::steady_clock;
 
 // A row's sampling seed: the record's id and [eval].seed, so that an answer is the same whatever
-// batch it is generated in and whichever other records are in the file.
+// batch or rank it is generated on and whichever other records are in the file.
 uint64_t row_seed(uint64_t seed, const std::string& id) {
   uint64_t h = 1469598103934665603ull ^ seed;  // FNV-1a over the id, then splitmix64's finaliser
   for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
@@ -158,39 +74,165 @@ uint64_t row_seed(uint64_t seed, const std::string& id) {
   return h == 0 ? 1 : h;
 }
 
-nlohmann::ordered_json parsed(const std::string& json_text) { return nlohmann::ordered_json::parse(json_text); }
+// Fault injection for the tests: GRAPHTUNE_TEST_KILL_IN_EVAL=RANK:K kills that world rank once it
+// has committed K batches, in an eval that resumed nothing (a restart inherits the variable and
+// must get past that point); GRAPHTUNE_TEST_EVAL_SLOW_MS=MS pauses every rank that long after
+// each batch it commits, so that a test can stop an eval of a tiny model half way.
+void eval_test_hooks(int rank, int64_t committed_here, int64_t resumed) {
+  if (const char* v = std::getenv("GRAPHTUNE_TEST_KILL_IN_EVAL");
+      v && resumed == 0 && std::to_string(rank) + ":" + std::to_string(committed_here) == v) {
+    std::fprintf(stderr, "graphtune: test: rank %d killed after %lld committed batches at %.3f\n", rank,
+                 static_cast<long long>(committed_here),
+                 std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    std::fflush(stderr);
+    ::kill(::getpid(), SIGKILL);
+  }
+  if (const char* ms = std::getenv("GRAPHTUNE_TEST_EVAL_SLOW_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+}
 
-int run_eval(const std::string& config_path, const std::string& out_flag, const std::vector<std::string>& extra) {
-  std::vector<std::string> rest;
-  auto overrides = take_overrides(extra, rest);
-  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
-  JobConfig cfg = read_job_config(config_path, overrides, ConfigUse::kEval);
-  const c10::Device device = use_job_device(cfg);  // a device this host has, or one line saying why not
-  const std::string out_dir = out_flag.empty() ? cfg.eval.out_dir : out_flag;
-  if (out_dir.empty()) fail("--out", "must not be empty");
+std::string out_dir_of(const JobConfig& cfg, const std::string& out_flag) {
+  const std::string out = out_flag.empty() ? cfg.eval.out_dir : out_flag;
+  if (out.empty()) fail("--out", "must not be empty");
+  return out;
+}
 
-  int argc = 0;
-  char** argv = nullptr;
-  World world(&argc, &argv);
-  control::connect(world.rank(), world.size());  // when the launcher started it
-  control::report_device(describe_device(device));
-  if (world.size() > 1)
-    fail("mpirun", "not supported yet: eval on " + std::to_string(world.size()) + " ranks; run one rank");
+// What the answers depend on: the inputs' content and every setting a token of an answer or the
+// cut into batches follows. A resumed eval must match it entry by entry.
+EvalFingerprint eval_fingerprint(const JobConfig& cfg) {
+  auto content = [](const std::string& path) { return path_exists(path) ? content_signature(path) : path; };
+  return {
+      {"[data].instructions", content(cfg.data.instructions)},
+      {"[data].features", content(cfg.data.features)},
+      {"[data].graph", cfg.data.features.empty() ? cfg.data.graph : ""},
+      {"[data].max_len", std::to_string(cfg.data.max_len)},
+      {"[data].skip_invalid", cfg.data.skip_invalid ? "true" : "false"},
+      {"[model].path", cfg.model.path},
+      {"[model].path's files", content(cfg.model.path)},
+      {"[model].projector", content(cfg.model.projector)},
+      {"[model].adapter", content(cfg.model.adapter)},
+      {"[model].graph_encoder", content(cfg.model.graph_encoder)},
+      {"[model].dtype", name_of(cfg.model.dtype)},
+      {"[eval].protocol", name_of(cfg.eval.protocol)},
+      {"[eval].template", cfg.eval.chat_template},
+      {"[eval].temperature", std::to_string(cfg.eval.temperature)},
+      {"[eval].top_p", std::to_string(cfg.eval.top_p)},
+      {"[eval].seed", std::to_string(cfg.eval.seed)},
+      {"[eval].max_new_tokens", std::to_string(cfg.eval.max_new_tokens)},
+      {"[eval].batch_size", std::to_string(cfg.eval.batch_size)},
+      {"[eval].text_only", cfg.eval.text_only ? "true" : "false"},
+  };
+}
+
+// Everything that can be wrong with the job before any weight is read, the same on every rank:
+// the layout against the model, and the output folder against --resume / --overwrite.
+void check_eval_job(const JobConfig& cfg, const std::string& out_dir, int world_size) {
+  const int64_t n_layers = cfg.model.path.empty() ? cfg.model.n_layers : read_model_config(cfg.model.path).n_layers;
+  check_parallel_layout(cfg, world_size, static_cast<int>(n_layers), ConfigUse::kEval);
+  if (cfg.eval.resume && cfg.eval.overwrite)
+    fail("--resume", "and --overwrite both given: continue the interrupted eval or replace it, not both");
+  const EvalProgress progress(out_dir);
+  if (!progress.interrupted()) return;
+  const int64_t batches = progress.batches();
+  if (cfg.eval.overwrite) return;
+  if (!cfg.eval.resume) {
+    int64_t done = 0;
+    for (bool b : progress.committed(batches)) done += b ? 1 : 0;
+    fail(out_dir, "holds an interrupted eval (" + std::to_string(done) + " of " + std::to_string(batches) +
+                      " batches answered): --resume continues it, --overwrite starts over");
+  }
+  if (const std::string what = progress.changed(eval_fingerprint(cfg)); !what.empty())
+    fail("--resume", out_dir + ": " + what + " changed since the interrupted eval began: run it as it was, or "
+                                             "--overwrite to start over");
+}
+
+// World rank 0 waits until every batch is committed. The other replicas may take long, but they
+// commit as they go: only a wait with no new batch for `timeout_s` is a peer that stalled or
+// died (under the launcher, which watches every rank, the job has ended well before).
+enum class Wait { kAll, kStopped };
+Wait wait_for_batches(const EvalProgress& progress, int64_t batches, double timeout_s, const World& world) {
+  int64_t seen = -1;
+  auto last_new = Clock::now();
+  for (;;) {
+    const std::vector<bool> done = progress.committed(batches);
+    const auto n = static_cast<int64_t>(std::count(done.begin(), done.end(), true));
+    if (n == batches) return Wait::kAll;
+    if (control::stop_requested()) return Wait::kStopped;
+    if (n != seen) {
+      seen = n;
+      last_new = Clock::now();
+    } else if (timeout_s > 0 && std::chrono::duration<double>(Clock::now() - last_new).count() > timeout_s) {
+      std::string missing;
+      for (int64_t b = 0, shown = 0; b < batches && shown < 8; ++b)
+        if (!done[static_cast<size_t>(b)]) missing += (shown++ ? ", " : "") + std::to_string(b);
+      const std::string line = "eval: no batch committed in " + progress.dir() + " for " +
+                               std::to_string(static_cast<int>(timeout_s)) + " s ([parallelism].timeout_s) and " +
+                               std::to_string(batches - n) + " missing (" + missing +
+                               "): a rank stalled or died, or the ranks do not share this folder";
+      control::report_error(line);
+      std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), line.c_str());
+      std::fflush(stderr);
+      world.abort(kExitRunFailed);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// What the pipeline's stages did against what its schedule allows: every stage's busy share, and
+// the idle fraction the simulator gives for the same batches at the stages' measured costs.
+void report_pipeline(const PipelineDecodeStats& mine, ParallelRuntime& rt, int slots) {
+  auto row = torch::tensor({mine.wall_s, mine.busy_s, mine.prefill_s, static_cast<double>(mine.prefill_tokens),
+                            mine.step_s, static_cast<double>(mine.steps)},
+                           torch::kFloat64);
+  const torch::Tensor all = rt.host.pp->all_gather(row.view({1, 6}));  // [pp, 6]
+  if (!rt.reports()) return;
+  auto a = all.accessor<double, 2>();
+  const int p = rt.shape.pp;
+  std::string busy;
+  double wall = 0, busy_sum = 0;
+  DecodeSimCosts costs;
+  costs.prefill_per_token = costs.step_fixed = costs.step_per_row = costs.head_per_row = 0;
+  for (int s = 0; s < p; ++s) {
+    wall = std::max(wall, a[s][0]);
+    busy_sum += a[s][1];
+    busy += (s ? ", " : "") + std::to_string(static_cast<int>(100 * a[s][1] / std::max(a[s][0], 1e-9) + 0.5)) + "%";
+    // The schedule's stages are charged the slowest stage's rates.
+    if (a[s][3] > 0) costs.prefill_per_token = std::max(costs.prefill_per_token, a[s][2] / a[s][3]);
+    if (a[s][5] > 0) costs.step_fixed = std::max(costs.step_fixed, a[s][4] / a[s][5]);
+  }
+  const double idle = wall > 0 ? 1.0 - busy_sum / (p * wall) : 0.0;
+  const DecodeSimResult sim = simulate_decode(p, slots, mine.batches, costs);
+  std::fprintf(stderr,
+               "graphtune: eval: pipeline of %d stages, %d batches in flight: stages busy %s of %.1f s, idle %.1f%% "
+               "(its schedule at these stages' costs: %.1f%%)\n",
+               p, slots, busy.c_str(), wall, 100 * idle, sim.ok() ? 100 * sim.idle_fraction : -1.0);
+}
+
+int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& world, const c10::Device& device) {
   if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
-
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   // Records, class lists and references before any weight is read: a bad record costs nothing.
   std::vector<InstructionRecord> records = read_job_records(cfg.data);
-  const std::map<std::string, DatasetClasses> classes = class_lists(cfg, datasets_of(records), records);
-  std::vector<Reference> refs = references(records, classes, cfg.data.instructions);
+  const std::map<std::string, DatasetClasses> classes = eval_class_lists(cfg, records);
+  std::vector<EvalReference> refs = eval_references(records, classes, cfg.data.instructions);
 
-  GraphGptSetup s = build_graphgpt(cfg, device);
+  // The ranks form their groups once the model's shape is known; each then reads only its
+  // pipeline stage's weights.
+  std::optional<ParallelRuntime> runtime;
   const size_t before = records.size();
-  check_records_against_features(records, s.features, cfg.data);
-  if (records.size() != before) refs = references(records, classes, cfg.data.instructions);
-  if (s.projector_from.empty())
+  GraphGptSetup s = build_graphgpt(
+      cfg, device,
+      [&](const StageWeights& w) {
+        runtime.emplace(make_parallel_runtime(cfg.parallelism, world, w));
+        return LlamaStage{runtime->first_layer, runtime->last_layer, runtime->first_stage(), runtime->last_stage()};
+      },
+      &records);
+  ParallelRuntime& rt = *runtime;
+  const bool reports = rt.reports();
+  if (records.size() != before) refs = eval_references(records, classes, cfg.data.instructions);
+  if (reports && s.projector_from.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
-  if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); !note.empty())
+  if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); reports && !note.empty())
     std::fprintf(stderr, "graphtune: %s\n", note.c_str());
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
   const ChatTemplate tmpl = chat_template_named(cfg.eval.chat_template, cfg.where("eval", "template"));
@@ -200,188 +242,230 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
   for (const auto& r : records)
     examples.push_back(make_prompt_example(cfg.eval.text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
                                            cfg.data.max_len, cfg.data.instructions, tmpl));
-  if (cfg.eval.text_only)
+  if (reports && cfg.eval.text_only)
     std::fprintf(stderr, "graphtune: eval: text only: the <graph> markers are dropped, no graph token is spliced\n");
   int64_t longest_reference = 0;
   const int64_t max_new_tokens = cfg.eval.max_new_tokens > 0
                                      ? cfg.eval.max_new_tokens
                                      : auto_max_new_tokens(refs, *s.tokenizer, &longest_reference);
-  const std::string decoding = cfg.eval.temperature > 0
-                                   ? "sampling at temperature " + std::to_string(cfg.eval.temperature)
-                                   : std::string("greedy");
-  const std::string budget_why =
-      cfg.eval.max_new_tokens > 0 ? ""
-                                  : " (the longest reference answer is " + std::to_string(longest_reference) + " tokens)";
-  std::fprintf(stderr, "graphtune: eval: protocol %s, template %s, %s, up to %lld new tokens%s\n",
-               name_of(cfg.eval.protocol), chat_template_name(tmpl), decoding.c_str(),
-               static_cast<long long>(max_new_tokens), budget_why.c_str());
+  const bool greedy = cfg.eval.temperature <= 0;
+  if (reports) {
+    const std::string decoding =
+        greedy ? std::string("greedy") : "sampling at temperature " + std::to_string(cfg.eval.temperature);
+    const std::string budget_why =
+        cfg.eval.max_new_tokens > 0 ? ""
+                                    : " (the longest reference answer is " + std::to_string(longest_reference) + " tokens)";
+    std::fprintf(stderr, "graphtune: eval: protocol %s, template %s, %s, up to %lld new tokens%s\n",
+                 name_of(cfg.eval.protocol), chat_template_name(tmpl), decoding.c_str(),
+                 static_cast<long long>(max_new_tokens), budget_why.c_str());
+  }
 
   GraphGpt& model = s.model;
   model->eval();
   // Shortest prompts first, each repeat answered once where decoding is greedy (order_prompts);
-  // the answers go back to file order below.
-  const PromptOrder order = order_prompts(examples, cfg.eval.temperature <= 0);
-  if (order.run.size() < examples.size())
+  // the answers go back to file order at the end.
+  const PromptOrder order = order_prompts(examples, greedy);
+  if (reports && order.run.size() < examples.size())
     std::fprintf(stderr, "graphtune: eval: %zu distinct prompts of %zu records (greedy: a repeat gets the same answer)\n",
                  order.run.size(), examples.size());
-  std::vector<std::vector<int32_t>> generated;  // in order.run's order
-  generated.reserve(order.run.size());
-  const size_t bs = static_cast<size_t>(cfg.eval.batch_size);
-  const size_t batches = (order.run.size() + bs - 1) / bs;
-  for (size_t b = 0; b < batches; ++b) {
-    const size_t first = b * bs, last = std::min(order.run.size(), (b + 1) * bs);
+  std::vector<int64_t> lengths;
+  for (const GraphExample& e : examples) lengths.push_back(static_cast<int64_t>(e.tokens.input_ids.size()));
+  const std::vector<EvalBatch> plan =
+      plan_eval_batches(order.run, order.answer_of, lengths, cfg.eval.batch_size, max_new_tokens);
+  const auto n_batches = static_cast<int64_t>(plan.size());
+
+  // A fresh eval clears the folder's earlier results and progress before the first answer is
+  // committed; a resumed one learns which batches are in. World rank 0 reads the folder, so that
+  // every rank works from one view of it.
+  const EvalProgress progress(out_dir);
+  auto done = torch::zeros({std::max<int64_t>(n_batches, 1)}, torch::kUInt8);
+  if (reports) {
+    if (cfg.eval.resume && progress.interrupted()) {
+      const std::vector<bool> committed = progress.committed(n_batches);
+      for (int64_t b = 0; b < n_batches; ++b) done[b] = committed[static_cast<size_t>(b)] ? 1 : 0;
+    } else {
+      if (cfg.eval.resume)
+        std::fprintf(stderr, "graphtune: eval: --resume: %s holds no interrupted eval; starting\n", out_dir.c_str());
+      for (const std::string& f : eval_result_files()) remove_tree(join_path(out_dir, f));
+      progress.start(eval_fingerprint(cfg), n_batches);
+    }
+  }
+  rt.host.world->broadcast(done, 0);
+  std::vector<bool> is_done(static_cast<size_t>(n_batches));
+  int64_t resumed = 0, resumed_batches = 0;
+  for (int64_t b = 0; b < n_batches; ++b) {
+    is_done[static_cast<size_t>(b)] = done[b].item<uint8_t>() != 0;
+    if (is_done[static_cast<size_t>(b)]) resumed += plan[static_cast<size_t>(b)].records, ++resumed_batches;
+  }
+  if (reports && resumed_batches > 0)
+    std::fprintf(stderr, "graphtune: eval: --resume: %lld of %lld batches (%lld of %zu records) were answered; continuing\n",
+                 static_cast<long long>(resumed_batches), static_cast<long long>(n_batches),
+                 static_cast<long long>(resumed), records.size());
+
+  // This replica's batches: tensor-parallel ranks answer their own (the projector is whole on each).
+  const int replicas = rt.shape.dp * rt.shape.tp;
+  const int replica = rt.coord.dp * rt.shape.tp + rt.coord.tp;
+  const std::vector<int64_t> mine = assign_eval_batches(plan, is_done, replicas)[static_cast<size_t>(replica)];
+  const auto total = static_cast<int64_t>(records.size());
+  int64_t answered = 0, batches_here = 0;
+  const bool commits = rt.last_stage();  // the rank whose answers a replica's batches end with
+  const std::string who = world.size() > 1 ? "rank " + std::to_string(world.rank()) + ": " : "";
+  if (commits) control::report_eval_progress(0, resumed, total);
+
+  auto examples_of = [&](int64_t b) {
     std::vector<GraphExample> chunk;
-    for (size_t k = first; k < last; ++k) chunk.push_back(examples[order.run[k]]);
-    GraphGptBatch batch = collate(chunk, s.tokenizer->pad_id());
+    for (size_t e : plan[static_cast<size_t>(b)].examples) chunk.push_back(examples[e]);
+    return chunk;
+  };
+  auto sampling_of = [&](int64_t b) {
     AnswerSampling sampling;
     sampling.temperature = static_cast<float>(cfg.eval.temperature);
     sampling.top_p = static_cast<float>(cfg.eval.top_p);
     if (sampling.temperature > 0)
-      for (size_t k = first; k < last; ++k) sampling.row_seeds.push_back(row_seed(cfg.eval.seed, records[order.run[k]].id));
-    {
-      // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
-      AutocastScope autocast(cfg.model.bf16(), model->projector->weight().device().type());
-      for (auto& a : generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling))
-        generated.push_back(std::move(a));
+      for (size_t e : plan[static_cast<size_t>(b)].examples) sampling.row_seeds.push_back(row_seed(cfg.eval.seed, records[e].id));
+    return sampling;
+  };
+  auto commit = [&](int64_t b, std::vector<std::vector<int32_t>>& answers) {
+    const EvalBatch& batch = plan[static_cast<size_t>(b)];
+    std::vector<EvalAnswer> rows;
+    for (size_t k = 0; k < batch.examples.size(); ++k) rows.push_back({batch.examples[k], std::move(answers[k])});
+    progress.commit(b, rows);
+    answered += batch.records;
+    ++batches_here;
+    control::report_eval_progress(answered, resumed, total);
+    std::fprintf(stderr, "graphtune: eval: %sbatch %lld/%zu%s, %lld answers\n", who.c_str(),
+                 static_cast<long long>(batches_here), mine.size(), who.empty() ? "" : " of its own",
+                 static_cast<long long>(answered + (who.empty() ? resumed : 0)));
+    eval_test_hooks(world.rank(), batches_here, resumed);
+  };
+
+  bool stopped = false;
+  if (rt.shape.pp == 1) {
+    const c10::DeviceType autocast_device = model->projector->weight().device().type();
+    for (int64_t b : mine) {
+      if (control::stop_requested()) {
+        stopped = true;
+        break;
+      }
+      GraphGptBatch batch = collate(examples_of(b), s.tokenizer->pad_id());
+      std::vector<std::vector<int32_t>> answers;
+      {
+        // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
+        AutocastScope autocast(cfg.model.bf16(), autocast_device);
+        answers = generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling_of(b));
+      }
+      commit(b, answers);
     }
-    std::fprintf(stderr, "graphtune: eval: batch %zu/%zu, %zu answers\n", b + 1, batches, generated.size());
+  } else {
+    const int slots = static_cast<int>(cfg.eval.in_flight > 0 ? cfg.eval.in_flight : rt.shape.pp);
+    PipelineBatches io;
+    io.prompts = [&](int64_t b) { return collate(examples_of(b), s.tokenizer->pad_id()); };
+    io.lengths = [&](int64_t b) {
+      std::vector<int64_t> lens;
+      for (size_t e : plan[static_cast<size_t>(b)].examples) lens.push_back(lengths[e]);
+      return lens;
+    };
+    io.sampling = sampling_of;
+    io.finished = commit;
+    io.stop_requested = [&] { return stopped = stopped || control::stop_requested(); };
+    const PipelineDecodeStats stats =
+        decode_pipelined(model, rt, mine, slots, max_new_tokens, stop_id, device, cfg.model.bf16(), io);
+    report_pipeline(stats, rt, slots);
+  }
+  stopped = stopped || control::stop_requested();
+  if (!reports) {
+    if (stopped) control::report_stopped(resumed + answered);
+    control::report_done();
+    return 0;
+  }
+  if (stopped || wait_for_batches(progress, n_batches, cfg.parallelism.timeout_s, world) == Wait::kStopped) {
+    std::fprintf(stderr, "graphtune: eval: stopped; the answers committed in %s are kept (--resume continues)\n",
+                 progress.dir().c_str());
+    control::report_stopped(resumed + answered);
+    control::report_done();
+    return 0;
+  }
+
+  // Every batch is in: the answers back in record order, scored, written, and the progress gone.
+  std::vector<const std::vector<int32_t>*> by_example(examples.size(), nullptr);
+  std::vector<std::vector<EvalAnswer>> read(static_cast<size_t>(n_batches));
+  for (int64_t b = 0; b < n_batches; ++b) {
+    read[static_cast<size_t>(b)] = progress.read(b);
+    const EvalBatch& batch = plan[static_cast<size_t>(b)];
+    if (read[static_cast<size_t>(b)].size() != batch.examples.size())
+      fail(progress.dir(), "batch " + std::to_string(b) + " holds " + std::to_string(read[static_cast<size_t>(b)].size()) +
+                               " answers, not " + std::to_string(batch.examples.size()) + ": --overwrite starts over");
+    for (size_t k = 0; k < batch.examples.size(); ++k) {
+      const EvalAnswer& a = read[static_cast<size_t>(b)][k];
+      if (a.example != batch.examples[k])
+        fail(progress.dir(), "batch " + std::to_string(b) + " answers other records than this eval's: --overwrite starts over");
+      by_example[a.example] = &a.tokens;
+    }
   }
   std::vector<std::string> answers;
   answers.reserve(records.size());
   int64_t at_budget = 0;  // answers cut by max_new_tokens rather than ended by the model
   for (size_t i = 0; i < records.size(); ++i) {
-    const std::vector<int32_t>& a = generated[order.answer_of[i]];
+    const std::vector<int32_t>& a = *by_example[order.run[order.answer_of[i]]];
     at_budget += static_cast<int64_t>(a.size()) >= max_new_tokens ? 1 : 0;
     answers.push_back(trim_whitespace(s.tokenizer->decode(a)));
   }
   if (at_budget > 0)
     std::fprintf(stderr, "graphtune: eval: %lld answers reached max_new_tokens (%lld) and were cut there\n",
                  static_cast<long long>(at_budget), static_cast<long long>(max_new_tokens));
+  EvalSetup setup;
+  setup.projector_from = s.projector_from;
+  setup.template_name = chat_template_name(tmpl);
+  setup.max_new_tokens = max_new_tokens;
+  setup.answers_at_budget = at_budget;
+  const EvalScores scores = score_and_write_eval(cfg, records, refs, classes, answers, setup, out_dir);
+  progress.remove();
 
-  // Scores, dataset by dataset.
-  std::vector<PredictionRecord> preds;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const InstructionRecord& r = records[i];
-    PredictionRecord p{r.id, r.graphs.front().node_idx, answers[i]};
-    if (refs[i].task == EvalTask::kLinkPrediction) {
-      p.link = true;
-      p.node_idx_2 = r.graphs.back().node_idx;
-      p.truth = r.conversations.back().value;
-    }
-    preds.push_back(p);
-  }
-  const std::vector<std::string> datasets = datasets_of(records);
-  nlohmann::ordered_json by_dataset;
-  int64_t correct = 0;
-  std::string summary;
-  char buf[320];
-  for (const std::string& d : datasets) {
-    std::vector<std::string> nc_pred, lp_pred;
-    std::vector<int32_t> nc_label, lp_label;
-    int64_t gm_n = 0, gm_exact = 0, n = 0;
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (records[i].dataset != d) continue;
-      ++n;
-      const Reference& ref = refs[i];
-      switch (ref.task) {
-        case EvalTask::kNodeClassification: nc_pred.push_back(answers[i]); nc_label.push_back(ref.label); break;
-        case EvalTask::kLinkPrediction: lp_pred.push_back(answers[i]); lp_label.push_back(ref.label); break;
-        case EvalTask::kGraphMatching: ++gm_n; gm_exact += answers[i] == ref.answer ? 1 : 0; break;
-      }
-    }
-    nlohmann::ordered_json j;
-    j["n"] = n;
-    summary += " | " + d + ":";
-    correct += gm_exact;
-    if (!nc_pred.empty()) {
-      const DatasetClasses& dc = classes.at(d);
-      ClassificationMetrics m = classification_metrics(nc_pred, nc_label, dc.names);
-      correct += m.correct;
-      j["node_classification"] = parsed(metrics_json(m, dc.names));
-      j["node_classification"]["classes_from"] = dc.source;
-      j["node_classification"]["chance"] = 1.0 / static_cast<double>(dc.names.size());  // uniform guessing
-      // Always answering these papers' most common class: what a model that learned only the
-      // label distribution scores, the bar a tuned model has to clear.
-      std::vector<int64_t> per_class(dc.names.size(), 0);
-      for (int32_t y : nc_label) ++per_class[static_cast<size_t>(y)];
-      const double majority = static_cast<double>(*std::max_element(per_class.begin(), per_class.end())) /
-                              static_cast<double>(nc_label.size());
-      j["node_classification"]["majority"] = majority;
-      std::snprintf(buf, sizeof(buf),
-                    " node classification: accuracy %.4f, macro-F1 %.4f, top-3 containment (GraphGPT's \"accuracy\") "
-                    "%.4f, unparsed %lld, chance %.4f (%zu classes), majority %.4f, n %lld",
-                    m.accuracy, m.macro_f1, m.top3_containment, static_cast<long long>(m.unparsed),
-                    1.0 / static_cast<double>(dc.names.size()), dc.names.size(), majority, static_cast<long long>(m.n));
-      summary += buf;
-    }
-    if (!lp_pred.empty()) {
-      LinkMetrics m = link_metrics(lp_pred, lp_label);
-      correct += std::llround(m.accuracy * static_cast<double>(m.n));
-      j["link_prediction"] = parsed(metrics_json(m));
-      std::snprintf(buf, sizeof(buf), " link prediction: accuracy %.4f, AUC %.4f, unparsed %lld, chance 0.5, n %lld",
-                    m.accuracy, m.auc, static_cast<long long>(m.unparsed), static_cast<long long>(m.n));
-      summary += buf;
-    }
-    if (gm_n > 0) {
-      nlohmann::ordered_json g;
-      g["task"] = "graph_matching";
-      g["n"] = gm_n;
-      g["exact_match"] = static_cast<double>(gm_exact) / static_cast<double>(gm_n);
-      j["graph_matching"] = g;
-      std::snprintf(buf, sizeof(buf), " exact match %.4f, n %lld", g["exact_match"].get<double>(),
-                    static_cast<long long>(gm_n));
-      summary += buf;
-    }
-    by_dataset[d] = j;
-  }
-  nlohmann::ordered_json top;
-  const int64_t n = static_cast<int64_t>(records.size());
-  top["n"] = n;
-  top["correct"] = correct;
-  top["accuracy"] = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;  // over every record
-  top["instructions"] = cfg.data.instructions;
-  top["model"] = cfg.model.path;
-  top["projector"] = s.projector_from;
-  top["adapter"] = cfg.model.adapter;
-  top["protocol"] = name_of(cfg.eval.protocol);
-  top["template"] = chat_template_name(tmpl);
-  top["temperature"] = cfg.eval.temperature;
-  top["top_p"] = cfg.eval.top_p;
-  top["seed"] = cfg.eval.seed;
-  top["max_new_tokens"] = max_new_tokens;
-  top["answers_at_max_new_tokens"] = at_budget;
-  top["text_only"] = cfg.eval.text_only;
-  // One dataset: its blocks at the top as well, where a single-graph run has always had them.
-  if (datasets.size() == 1)
-    for (auto& [k, v] : by_dataset[datasets.front()].items())
-      if (k != "n") top[k] = v;
-  top["datasets"] = by_dataset;
-  const std::string metrics_text = top.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-
-  // Every file staged beside its target, then renamed into place.
-  make_dirs(out_dir);
-  std::vector<std::unique_ptr<AtomicFile>> files;
-  auto stage = [&](const std::string& path, const std::string& text) {
-    files.push_back(std::make_unique<AtomicFile>(path));
-    files.back()->write(text);
-  };
-  stage(out_dir + "/predictions.jsonl", predictions_jsonl(preds));
-  stage(out_dir + "/metrics.json", metrics_text);
-  const std::string res_dir = out_dir + "/graphgpt";
-  make_dirs(res_dir);
-  for (const std::string& d : datasets) {
-    std::vector<PredictionRecord> rows;
-    for (const auto& p : preds)
-      if (dataset_of_id(p.id) == d) rows.push_back(p);
-    stage(res_dir + "/" + d + "_test_res_0_" + std::to_string(rows.size()) + ".json", graphgpt_results_json(rows));
-  }
-  for (auto& f : files) f->commit();
-
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   std::fprintf(stderr, "graphtune: eval: n %lld, accuracy %.4f%s; %.1f s; wrote %s/predictions.jsonl, metrics.json and graphgpt/\n",
-               static_cast<long long>(n), top["accuracy"].get<double>(), summary.c_str(), secs, out_dir.c_str());
-  control::report_eval(metrics_text);
+               static_cast<long long>(total), scores.accuracy, scores.summary.c_str(), secs, out_dir.c_str());
+  control::report_eval(scores.metrics_json);
   control::report_done();
+  return 0;
+}
+
+JobConfig read_eval_job(const std::string& config_path, const std::vector<std::string>& extra) {
+  std::vector<std::string> rest;
+  auto overrides = take_overrides(extra, rest);
+  if (!rest.empty()) fail("command line", "unexpected argument '" + rest[0] + "' (overrides are --section.key VALUE)");
+  return read_job_config(config_path, overrides, ConfigUse::kEval);
+}
+
+int run_eval(const std::string& config_path, const std::string& out_flag, const std::vector<std::string>& extra) {
+  int argc = 0;
+  char** argv = nullptr;
+  World world(&argc, &argv);
+  c10::Device device = c10::kCPU;
+  return run_on_rank(world, device, [&] {
+    control::connect(world.rank(), world.size());  // when the launcher started it
+    JobConfig cfg = read_eval_job(config_path, extra);
+    const std::string out_dir = out_dir_of(cfg, out_flag);
+    // Before any communicator forms: NCCL's go to the device current when they are made.
+    device = use_job_device(cfg);  // a device this host has, or one line saying why not
+    check_eval_job(cfg, out_dir, world.size());
+    control::report_device(describe_device(device));
+    // Without the launcher, world rank 0 holds the output folder for this job, as the launcher would.
+    std::unique_ptr<RunFolderLock> lock;
+    if (!control::connected() && world.rank() == 0) {
+      make_dirs(out_dir);
+      lock = std::make_unique<RunFolderLock>(out_dir, "graphtune-worker eval");
+    }
+    return evaluate(cfg, out_dir, world, device);
+  });
+}
+
+// The launcher's preflight: the config, the layout and the output folder for `world_size` ranks,
+// in one process, before anything is started.
+int check_eval(const std::string& config_path, const std::string& out_flag, const std::vector<std::string>& extra,
+               int world_size) {
+  const JobConfig cfg = read_eval_job(config_path, extra);
+  check_eval_job(cfg, out_dir_of(cfg, out_flag), world_size);
+  choose_job_device(cfg);  // a device this host has, or one line saying why not
   return 0;
 }
 
@@ -391,24 +475,30 @@ void add_eval_command(CLI::App& app, int& exit_code) {
   auto config = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto skip = std::make_shared<bool>(false);
+  auto resume = std::make_shared<bool>(false);
+  auto overwrite = std::make_shared<bool>(false);
+  auto check_world = std::make_shared<int>(0);
   auto device = std::make_shared<std::string>();
   CLI::App* sub = app.add_subcommand(
       "eval", "answer instruction records with GraphGPT and score them (predictions.jsonl, metrics.json)");
-  sub->add_option("--config", *config, "TOML job config (the training config; [eval] for batch_size, max_new_tokens, out_dir)");
+  sub->add_option("-c,--config", *config, "TOML job config (the training config; [eval] for batch_size, max_new_tokens, out_dir)");
   sub->add_option("--out", *out, "output folder (default [eval].out_dir, i.e. [job].out_dir/eval)");
   sub->add_flag("--skip-invalid", *skip, "drop bad instruction records and report how many (= --data.skip_invalid true)");
+  sub->add_flag("--resume", *resume, "continue an interrupted eval from its committed answers (= --eval.resume true)");
+  sub->add_flag("--overwrite", *overwrite, "replace an interrupted eval's answers (= --eval.overwrite true)");
+  sub->add_option("--check-world", *check_world,
+                  "check the config, the layout and the output folder for this many ranks, then exit (the launcher's "
+                  "preflight)")
+      ->group("");
   sub->add_option("--device", *device, "auto | cpu | cuda (= --training.device)");
   sub->allow_extras();
-  sub->callback([sub, config, out, skip, device, &exit_code] {
+  sub->callback([sub, config, out, skip, resume, overwrite, check_world, device, &exit_code] {
     auto extra = sub->remaining();
     if (!device->empty()) extra.insert(extra.end(), {"--training.device", *device});
     if (*skip) extra.insert(extra.end(), {"--data.skip_invalid", "true"});
-    try {
-      exit_code = run_eval(*config, *out, extra);
-    } catch (const std::exception& e) {
-      control::report_error(e.what());  // the launcher, if any, names it; the line is printed as usual
-      throw;
-    }
+    if (*resume) extra.insert(extra.end(), {"--eval.resume", "true"});
+    if (*overwrite) extra.insert(extra.end(), {"--eval.overwrite", "true"});
+    exit_code = *check_world > 0 ? check_eval(*config, *out, extra, *check_world) : run_eval(*config, *out, extra);
   });
 }
 

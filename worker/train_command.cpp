@@ -22,6 +22,7 @@
 #include "train/train_loop.hpp"
 #include "weights/load_model.hpp"
 #include "worker/commands.hpp"
+#include "worker/rank_errors.hpp"
 #include "worker/device_choice.hpp"
 
 namespace gt {
@@ -88,17 +89,6 @@ std::unique_ptr<RunFolderLock> take_run_folder(const JobConfig& cfg, const World
   return lock;
 }
 
-// The run does not fit this GPU: not bad input and not a bug. The rank that ran out says so with
-// its figures; the others may wait for it in a collective, so it ends the job.
-int out_of_memory(const DeviceOutOfMemory& e, const c10::Device& device, const World& world) {
-  const std::string line = out_of_memory_line(e, device);
-  control::report_error(line);
-  std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), line.c_str());
-  std::fflush(stderr);
-  if (world.size() == 1) return kExitRunFailed;
-  world.abort(kExitRunFailed);
-}
-
 JobConfig read_job(const std::string& config_path, const std::vector<std::string>& extra) {
   std::vector<std::string> rest;
   auto overrides = take_overrides(extra, rest);
@@ -113,7 +103,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
   char** argv = nullptr;
   World world(&argc, &argv);
   c10::Device device = c10::kCPU;
-  try {
+  return run_on_rank(world, device, [&] {
     control::connect(world.rank(), world.size());  // when the launcher started this job
     JobConfig cfg = read_job(config_path, extra);
     // Before any communicator forms: NCCL's go to the device current when they are made.
@@ -124,48 +114,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     const int rc = run_phase(cfg, world, device);
     control::report_done();
     return rc;
-  } catch (const DeviceOutOfMemory& e) {
-    return out_of_memory(e, device, world);
-  } catch (const c10::OutOfMemoryError& e) {
-    return out_of_memory(DeviceOutOfMemory(0, e.what()), device, world);  // outside the steps: loading, saving
-  } catch (const TrainingStopped& s) {
-    control::report_stopped(s.step);
-    control::report_done();
-    return 0;
-  } catch (const InputError& e) {
-    // Until the ranks have formed their groups, every rank meets the same error at the same
-    // point: rank 0 prints it, the others leave quietly, and all exit 2. After that, an error
-    // may be one rank's alone while the others wait in a collective: it names its rank and
-    // ends the job.
-    if (world.size() == 1 || (!parallel_runtime_formed() && world.rank() == 0)) {
-      control::report_error(e.what());
-      throw;
-    }
-    if (!parallel_runtime_formed()) return kExitInputError;
-    control::report_error(e.what());
-    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
-    std::fflush(stderr);
-    world.abort(kExitInputError);
-  } catch (const TrainingDiverged& e) {
-    // Every rank stops at the same step: each says so and leaves; exit 1, not "internal".
-    control::report_error(e.what());
-    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
-    return kExitRunFailed;
-  } catch (const EnvironmentError& e) {
-    // A write the machine refused (a full disk): the run failed, its input did not. One rank's
-    // alone, while the others may wait for it in a collective: it names itself and ends the job.
-    control::report_error(e.what());
-    if (world.size() == 1) throw;
-    std::fprintf(stderr, "graphtune: error: rank %d: %s\n", world.rank(), e.what());
-    std::fflush(stderr);
-    world.abort(kExitRunFailed);
-  } catch (const std::exception& e) {
-    control::report_error(std::string("internal error: ") + e.what());
-    if (world.size() == 1) throw;
-    std::fprintf(stderr, "graphtune: internal error: rank %d: %s\n", world.rank(), e.what());
-    std::fflush(stderr);
-    world.abort(1);
-  }
+  });
 }
 
 // The launcher's preflight: the config and the layout for `world_size` ranks checked in one

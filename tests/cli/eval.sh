@@ -46,8 +46,8 @@ assert m["n"] == 12 and 0 <= m["accuracy"] <= 1, m
 nc = m["node_classification"]
 assert nc["n"] == 12 and 0 <= nc["accuracy"] <= 1 and 0 <= nc["macro_f1"] <= 1 and 0 <= nc["unparsed"] <= 12, nc
 PYEOF
-check "nothing staged left behind (the files, GraphGPT's result folder and the launcher's logs/)" \
-  test "$(ls -A "$TMP/ev/eval" | tr '\n' ' ')" = "graphgpt logs metrics.json predictions.jsonl "
+check "nothing staged left behind (the files, GraphGPT's result folder, the launcher's logs/, metrics.jsonl, tensorboard/)" \
+  test "$(ls -A "$TMP/ev/eval" | tr '\n' ' ')" = "graphgpt logs metrics.json metrics.jsonl predictions.jsonl tensorboard "
 check "GraphGPT's result file: a JSON list of the same rows, named by the dataset and the range" "$PY" - "$TMP/ev/eval" <<'PYEOF'
 import json, os, sys
 d = sys.argv[1]

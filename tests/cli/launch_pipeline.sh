@@ -40,8 +40,9 @@ printf '[pipeline]\nstage1 = "stage1.toml"\nstage2 = "stage2.toml"\neval_instruc
 "$GT" pipeline -c "$TMP/pipe.toml" --pp 2 --pipeline.out_dir "$TMP/dry" --dry-run >"$TMP/dry.out" 2>&1
 check "--dry-run prints the four commands" test "$(grep -c '' "$TMP/dry.out")" -eq 4
 check "stage 2 starts from stage 1's projector" grep -q -- "--model.projector $TMP/dry/stage1/graph_projector.bin" "$TMP/dry.out"
-check "the training stages run on 2 ranks, the evaluations on one" \
-  test "$(grep -c '^mpirun -np 2 ' "$TMP/dry.out")" -eq 2 -a "$(grep -c 'graphtune-worker eval' "$TMP/dry.out")" -eq 2
+check "the training stages and the evaluations all run on the job's 2 ranks, as 2 pipeline stages" \
+  test "$(grep -c '^mpirun -np 2 ' "$TMP/dry.out")" -eq 4 -a \
+  "$(grep -c 'graphtune-worker eval .*--parallelism.pp 2' "$TMP/dry.out")" -eq 2
 check "--dry-run starts nothing" test ! -e "$TMP/dry"
 expect_fail "a pipeline file without stage2" "[pipeline].stage2: is required" -- \
   bash -c "printf '[pipeline]\nstage1 = \"stage1.toml\"\n' >'$TMP/bad.toml'; '$GT' pipeline -c '$TMP/bad.toml'"

@@ -1,0 +1,48 @@
+#pragma once
+// Generation on one pipeline of ranks, the LLM's layers split over its stages as in training:
+// several batches in flight, served round robin, so that the stages work side by side
+// (layout/decode_pipeline.hpp holds the protocol and its simulator). Each stage runs its own
+// layers with StageDecode and keeps only their keys and values; stage 0 also embeds (graph
+// tokens spliced); the last runs the head and picks the tokens (AnswerRows). The operations are
+// those of generate_graph_answers in the same order, so the answers equal one process's bit for
+// bit.
+//
+// The channels: hidden states go down the pipeline on the data communicator (NCCL on GPUs: a
+// chain, never a cycle, so its in-order streams cannot deadlock); what the host decides with goes
+// on the host communicator (MPI): each round's header (its kind, slot, batch and the states'
+// dtype) down, and the picked tokens with "finished" from the last stage back to stage 0.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layout/decode_pipeline.hpp"
+#include "model/graph_generate.hpp"
+
+namespace gt {
+
+struct ParallelRuntime;
+
+// What the stages need of the batches, by batch index.
+struct PipelineBatches {
+  std::function<GraphGptBatch(int64_t batch)> prompts;             // stage 0: collated, on the host
+  std::function<std::vector<int64_t>(int64_t batch)> lengths;      // every stage: its rows' prompt lengths
+  std::function<AnswerSampling(int64_t batch)> sampling;           // the last stage
+  std::function<void(int64_t batch, std::vector<std::vector<int32_t>>& answers)> finished;  // the last stage
+  std::function<bool()> stop_requested;                            // stage 0: start no more batches
+};
+
+struct PipelineDecodeStats {
+  double wall_s = 0, busy_s = 0;       // this stage, from its first round to its last
+  double prefill_s = 0, step_s = 0;    // busy in prefills, in decoding steps
+  int64_t prefill_tokens = 0, steps = 0;
+  std::vector<DecodeSimBatch> batches;  // stage 0: each batch as it ran (rows, padded prompt tokens, rounds)
+};
+
+// Runs this rank's stage of one pipeline (rt.pp) over `batches` (stage 0's order; the later
+// stages learn them as they come) with `slots` in flight. Every stage of the pipeline calls it.
+PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const std::vector<int64_t>& batches,
+                                     int slots, int64_t max_new_tokens, int32_t eos_id, const torch::Device& device,
+                                     bool bf16, const PipelineBatches& io);
+
+}  // namespace gt
