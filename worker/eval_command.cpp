@@ -237,11 +237,22 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   // Every prompt before the first answer: a bad record (node id, length) fails fast.
   const ChatTemplate tmpl = chat_template_named(cfg.eval.chat_template, cfg.where("eval", "template"));
   const int32_t stop_id = chat_stop_id(tmpl, *s.tokenizer);  // where each answer ends
+  auto example_of = [&](size_t i) {
+    const InstructionRecord& r = records[i];
+    return make_prompt_example(cfg.eval.text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
+                               cfg.data.max_len, cfg.data.instructions, tmpl);
+  };
+  // Kept are the prompts' tokens, what ordering and cutting them needs; their graphs' features (a
+  // [nodes, features] table a graph: gigabytes for arXiv's test set, on every rank) are gathered
+  // again for the batches this rank embeds. The graphs stay counted (as undefined tensors), which
+  // tells a graph prompt from a text-only one.
   std::vector<GraphExample> examples;
   examples.reserve(records.size());
-  for (const auto& r : records)
-    examples.push_back(make_prompt_example(cfg.eval.text_only ? text_only_record(r) : r, s.features, *s.tokenizer,
-                                           cfg.data.max_len, cfg.data.instructions, tmpl));
+  for (size_t i = 0; i < records.size(); ++i) {
+    examples.push_back(example_of(i));
+    for (auto& x : examples.back().x) x = torch::Tensor();
+    for (auto& e : examples.back().edge_index) e = torch::Tensor();
+  }
   if (reports && cfg.eval.text_only)
     std::fprintf(stderr, "graphtune: eval: text only: the <graph> markers are dropped, no graph token is spliced\n");
   int64_t longest_reference = 0;
@@ -314,7 +325,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
 
   auto examples_of = [&](int64_t b) {
     std::vector<GraphExample> chunk;
-    for (size_t e : plan[static_cast<size_t>(b)].examples) chunk.push_back(examples[e]);
+    for (size_t e : plan[static_cast<size_t>(b)].examples) chunk.push_back(example_of(e));
     return chunk;
   };
   auto sampling_of = [&](int64_t b) {
