@@ -7,8 +7,10 @@
 #   3. that job under every parallel layout: step time, measured bubble next to the simulator's,
 #      peak RSS and the tensors a step holds per rank (bench/parallel_layouts.sh);
 #   4. checkpoint save/load against dd (bench/checkpoint_io.sh);
-#   5. greedy generation with and without the KV cache (bench/generate_speed.sh).
-# Usage: bench/run.sh   (after scripts/build.sh; about 15 minutes on 2 cores)
+#   5. greedy generation with and without the KV cache (bench/generate_speed.sh);
+#   6. evaluation under each layout: records/s, peak RSS per rank, the pipeline's idle time next
+#      to its schedule's (bench/eval_layouts.sh).
+# Usage: bench/run.sh   (after scripts/build.sh; about 25 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${GRAPHTUNE_BUILD:-build}
@@ -57,3 +59,6 @@ bench/checkpoint_io.sh
 
 section "generation, 256 new tokens (bench/generate_speed.sh)"
 bench/generate_speed.sh 256
+
+section "evaluation under each layout, SmolLM2-135M on 64 Cora-ML papers (bench/eval_layouts.sh)"
+bench/eval_layouts.sh 64

@@ -313,6 +313,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
                  static_cast<long long>(resumed_batches), static_cast<long long>(n_batches),
                  static_cast<long long>(resumed), records.size());
 
+  const auto answering_from = Clock::now();  // the model loaded, the batches known: generation's clock
   // This replica's batches: tensor-parallel ranks answer their own (the projector is whole on each).
   const int replicas = rt.shape.dp * rt.shape.tp;
   const int replica = rt.coord.dp * rt.shape.tp + rt.coord.tp;
@@ -397,6 +398,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
     return 0;
   }
 
+  const double answering_s = std::chrono::duration<double>(Clock::now() - answering_from).count();
   // Every batch is in: the answers back in record order, scored, written, and the progress gone.
   std::vector<const std::vector<int32_t>*> by_example(examples.size(), nullptr);
   std::vector<std::vector<EvalAnswer>> read(static_cast<size_t>(n_batches));
@@ -433,8 +435,11 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   progress.remove();
 
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::fprintf(stderr, "graphtune: eval: n %lld, accuracy %.4f%s; %.1f s; wrote %s/predictions.jsonl, metrics.json and graphgpt/\n",
-               static_cast<long long>(total), scores.accuracy, scores.summary.c_str(), secs, out_dir.c_str());
+  std::fprintf(stderr,
+               "graphtune: eval: n %lld, accuracy %.4f%s; %.1f s, of which answering %.1f s (%.2f records/s on %d "
+               "rank(s)); wrote %s/predictions.jsonl, metrics.json and graphgpt/\n",
+               static_cast<long long>(total), scores.accuracy, scores.summary.c_str(), secs, answering_s,
+               static_cast<double>(total - resumed) / std::max(answering_s, 1e-9), world.size(), out_dir.c_str());
   control::report_eval(scores.metrics_json);
   control::report_done();
   return 0;
