@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # graphtune eval on many ranks under real mpirun, against one process of one thread:
-#  - dp 2, pp 2 and dp 2 x pp 2 through the launcher, and dp 2 under a plain mpirun, write the one
+#  - dp 2, pp 2, dp 2 x pp 2 and tp 2 (its ranks answer as replicas) through the launcher, and
+#    dp 2 under a plain mpirun, write the one
 #    rank's predictions.jsonl, metrics.json and GraphGPT result file byte for byte, greedy and
 #    under GraphGPT's sampling protocol;
 #  - a rank killed after a random number of batches stops the job within 10 s and leaves no
@@ -40,7 +41,7 @@ for protocol in graphtune graphgpt; do
   "$GT" "${EVAL[@]}" "${P[@]}" --out "$TMP/$protocol/one" >"$TMP/$protocol.one.out" 2>"$TMP/$protocol.one.err"
   check "$protocol: one rank exits 0 and answers the 16 records" \
     test $? -eq 0 -a "$(grep -c '' "$TMP/$protocol/one/predictions.jsonl" 2>/dev/null)" = 16
-  for layout in "--np 2" "--pp 2" "--dp 2 --pp 2"; do
+  for layout in "--np 2" "--pp 2" "--dp 2 --pp 2" "--tp 2"; do
     name=$(echo "$layout" | tr -d ' -')
     # shellcheck disable=SC2086
     timeout 300 "$GT" "${EVAL[@]}" "${P[@]}" $layout --out "$TMP/$protocol/$name" >"$TMP/$protocol.$name.out" 2>&1
