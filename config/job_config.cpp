@@ -190,6 +190,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   t.log_every = in.positive("training", "log_every", t.log_every);
   t.threads = r.get_int("training", "threads", t.threads);
   t.activation_checkpointing = r.get_bool("training", "activation_checkpointing", t.activation_checkpointing);
+  t.packing = r.get_bool("training", "packing", t.packing);
   if (t.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
   in.at_most("training", "threads", t.threads, kMaxThreads);
   t.on_nonfinite =

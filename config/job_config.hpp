@@ -95,6 +95,10 @@ struct TrainingSection {
   // Recompute each decoder layer's activations in the backward pass instead of keeping them:
   // less memory for one more forward of every layer.
   bool activation_checkpointing = false;
+  // The graph phases: each micro-batch's records packed back to back in one sequence, attention
+  // kept within each record and its positions restarted, so no padding is computed
+  // (loader/packed_batch.hpp); the loss and gradients are the padded batch's. false: padded rows.
+  bool packing = true;
   // A step whose loss or gradient norm is NaN or infinite (a bad record, an overflow): with
   // skip_step its update is not applied (all ranks skip the same step; counted and reported),
   // and the run aborts once max_skipped_in_a_row steps in a row were skipped (a diverged

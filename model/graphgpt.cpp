@@ -78,7 +78,8 @@ torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
 
 namespace {
 std::string record_of(const GraphGptBatch& batch, const GraphInput& g) {
-  return "record " + (g.row < static_cast<int64_t>(batch.ids.size()) ? batch.ids[g.row] : "?");
+  const int64_t r = g.record >= 0 ? g.record : g.row;
+  return "record " + (r < static_cast<int64_t>(batch.ids.size()) ? batch.ids[r] : "?");
 }
 }  // namespace
 

@@ -37,15 +37,18 @@ struct GraphInput {
   // stream from the run's seed, the global batch and the record, so every layout draws the
   // masks one process draws (loader/graph_batches.hpp).
   std::optional<uint64_t> dropout_seed;
+  int64_t record = -1;  // a packed batch's: the record (index into ids) it belongs to
 };
 
-// A right-padded batch. labels are -100 where no loss is taken (padding included).
+// A right-padded batch. labels are -100 where no loss is taken (padding included). Or a packed
+// one (loader/packed_batch.hpp): the records back to back in one row, `packed` their lengths.
 struct GraphGptBatch {
   torch::Tensor input_ids;       // [B, T] int64
   torch::Tensor labels;          // [B, T] int64
   torch::Tensor attention_mask;  // [B, T] int64: 1 real token, 0 padding
   std::vector<GraphInput> graphs;
   std::vector<std::string> ids;  // record ids, for messages
+  PackedLengths packed;          // packed: each record's tokens, in order; empty: a row each
   // Every graph's span and edges were checked on the host (GraphGptImpl::prepare), so embed does
   // not read them back from the device to check them again.
   bool checked = false;

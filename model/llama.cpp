@@ -117,7 +117,8 @@ KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity, int64_t first, int
 }
 
 torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
-                                   KVCache* cache, int64_t pos0, const torch::Tensor& position_ids) {
+                                   KVCache* cache, int64_t pos0, const torch::Tensor& position_ids,
+                                   const PackedLengths& packed) {
   const int64_t B = x.size(0), T = x.size(1), hd = cfg_.head_dim();
   auto q = project(layer, LoraTarget::kQ, x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
   auto k = project(layer, LoraTarget::kK, x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
@@ -144,8 +145,25 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
     k = k.repeat_interleave(rep, 1);
     v = v.repeat_interleave(rep, 1);
   }
-  auto y = at::scaled_dot_product_attention(q, k, v, causal ? std::nullopt : std::optional<at::Tensor>(attn_mask), 0.0,
-                                            causal, std::nullopt, /*enable_gqa=*/causal && rep > 1);
+  torch::Tensor y;
+  if (packed.empty()) {
+    y = at::scaled_dot_product_attention(q, k, v, causal ? std::nullopt : std::optional<at::Tensor>(attn_mask), 0.0,
+                                         causal, std::nullopt, /*enable_gqa=*/causal && rep > 1);
+  } else {
+    // Sequences packed in one row: each attends causally to its own positions alone, on views of
+    // the packed projections. Measured on this machine's CPU, that is as fast as the padded batch's
+    // attention and 5.7x faster than one kernel over a block-diagonal mask (which computes every
+    // pair and masks most of them away).
+    std::vector<torch::Tensor> parts;
+    parts.reserve(packed.size());
+    int64_t at = 0;
+    for (int64_t n : packed) {
+      parts.push_back(at::scaled_dot_product_attention(q.narrow(2, at, n), k.narrow(2, at, n), v.narrow(2, at, n),
+                                                       std::nullopt, 0.0, true, std::nullopt, rep > 1));
+      at += n;
+    }
+    y = torch::cat(parts, 2);
+  }
   y = y.transpose(1, 2).reshape({B, T, cfg_.dim});
   return project(layer, LoraTarget::kO, y, o_[layer]);
 }
@@ -156,8 +174,8 @@ torch::Tensor LlamaImpl::project(int64_t layer, LoraTarget t, const torch::Tenso
 }
 
 torch::Tensor LlamaImpl::layer(int64_t i, const torch::Tensor& x0, const torch::Tensor& mask, KVCache* cache,
-                               int64_t pos0, const torch::Tensor& position_ids) {
-  auto x = x0 + attention(i, rms_norm(x0, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids);
+                               int64_t pos0, const torch::Tensor& position_ids, const PackedLengths& packed) {
+  auto x = x0 + attention(i, rms_norm(x0, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids, packed);
   auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
   auto a = torch::silu(project(i, LoraTarget::kGate, h, gate_[i])) * project(i, LoraTarget::kUp, h, up_[i]);
   return x + project(i, LoraTarget::kDown, a, down_[i]);
@@ -187,36 +205,57 @@ bool right_padded(const torch::Tensor& key_mask) {
 }  // namespace
 
 torch::Tensor LlamaImpl::run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
-                                    const torch::Tensor& position_ids, int64_t first, int64_t last) {
+                                    const torch::Tensor& position_ids, int64_t first, int64_t last,
+                                    const PackedLengths& packed) {
   // A cache is written as a side effect, which a recomputation would repeat: generation runs
   // without grad anyway, so checkpointing only ever applies to training forwards.
   const bool ckpt = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
   for (int64_t i = first; i < last; ++i) {
     if (!ckpt) {
-      x = layer(i, x, mask, cache, pos0, position_ids);
+      x = layer(i, x, mask, cache, pos0, position_ids, packed);
       continue;
     }
-    // The mask and positions are captured by value: backward runs after this call has returned.
-    auto body = [this, i, mask, pos0, position_ids](const torch::Tensor& in) {
-      return layer(i, in, mask, nullptr, pos0, position_ids);
+    // The mask, positions and lengths are captured by value: backward runs after this call has
+    // returned.
+    auto body = [this, i, mask, pos0, position_ids, packed](const torch::Tensor& in) {
+      return layer(i, in, mask, nullptr, pos0, position_ids, packed);
     };
     x = checkpoint(body, x, {attn_norm_[i], q_[i], k_[i], v_[i], o_[i], ffn_norm_[i], gate_[i], up_[i], down_[i]});
   }
   return x;
 }
 
-torch::Tensor LlamaImpl::forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last) {
+torch::Tensor packed_positions(const PackedLengths& packed) {
+  int64_t n = 0;
+  for (int64_t l : packed) n += l;
+  auto pos = torch::empty({1, n}, torch::kInt64);
+  int64_t* p = pos.data_ptr<int64_t>();
+  for (int64_t l : packed)
+    for (int64_t t = 0; t < l; ++t) *p++ = t;
+  return pos;
+}
+
+torch::Tensor LlamaImpl::forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last,
+                                        const PackedLengths& packed) {
   if (first < 0 || first > last || last > cfg_.n_layers)
     throw std::logic_error("forward_layers: layers [" + std::to_string(first) + ", " + std::to_string(last) +
                            ") outside the model's " + std::to_string(cfg_.n_layers));
+  if (!packed.empty()) {
+    int64_t n = 0;
+    for (int64_t l : packed) n += l;
+    if (x.size(0) != 1 || x.size(1) != n)
+      throw std::logic_error("forward_layers: packed sequences of " + std::to_string(n) + " tokens in all, but x is [" +
+                             std::to_string(x.size(0)) + ", " + std::to_string(x.size(1)) + ", ...]");
+    return run_layers(std::move(x), {}, nullptr, 0, packed_positions(packed), first, last, packed);
+  }
   // Training batches are padded on the right: each row's real positions come before its
   // padding, so causal attention alone gives them the outputs the padding mask would. Only
   // the padded positions' outputs change, and nothing is learned there (their labels are
   // -100), so the loss and the gradients are the same. The kernel without a mask is the faster
   // one (0.13 against 0.18 s a layer on this machine's bench model).
-  if (!key_mask.defined() || right_padded(key_mask)) return run_layers(std::move(x), {}, nullptr, 0, {}, first, last);
+  if (!key_mask.defined() || right_padded(key_mask)) return run_layers(std::move(x), {}, nullptr, 0, {}, first, last, {});
   const auto mask = attention_mask(x.size(0), x.size(1), 0, key_mask, x.device());
-  return run_layers(std::move(x), mask, nullptr, 0, {}, first, last);
+  return run_layers(std::move(x), mask, nullptr, 0, {}, first, last, {});
 }
 
 torch::Tensor LlamaImpl::head(const torch::Tensor& x) {
@@ -258,7 +297,8 @@ torch::Tensor LlamaImpl::forward_stage(torch::Tensor x, const torch::Tensor& key
   const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
   if (cache && total > cache->capacity())
     throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
-  x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, first, last);
+  x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, first, last,
+                 {});
   if (cache) cache->len = total;
   return x;
 }

@@ -32,6 +32,14 @@ struct KVCache {
   }
 };
 
+// Sequences packed back to back in one row ([1, sum of lengths, dim]), by their lengths in order:
+// attention keeps each to its own positions and each one's rotary positions start at 0, so each
+// gets exactly what it would get in a row of its own, with no padding computed. Empty: rows of
+// their own (right-padded).
+using PackedLengths = std::vector<int64_t>;
+// Each packed sequence's positions, 0 .. its length - 1, back to back: [1, sum] int64 on the host.
+torch::Tensor packed_positions(const PackedLengths& packed);
+
 // The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
 // end), the embeddings, the final norm and head. What it does not hold is never allocated: its
 // names stay, as empty tensors. `dtype` is the weights' storage type and `device` where they
@@ -92,7 +100,9 @@ class LlamaImpl : public torch::nn::Module {
   // and the final norm and head (logits float32). forward_embeds without a cache is
   // head(forward_layers(x, key_mask, 0, n_layers)) at every real position; with right padding,
   // forward_layers leaves the padded positions' outputs unmasked (they are never learned).
-  torch::Tensor forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last);
+  // With `packed`, x is one row of packed sequences (PackedLengths) and key_mask is not used.
+  torch::Tensor forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last,
+                               const PackedLengths& packed = {});
   torch::Tensor head(const torch::Tensor& x);
 
   // Frees the weights a pipeline stage does not run (layers outside [first, last), the
@@ -144,15 +154,15 @@ class LlamaImpl : public torch::nn::Module {
  private:
   // Decoder layer i: x + attention, then + MLP (pre-norm residual blocks).
   torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
-                      const torch::Tensor& position_ids);
+                      const torch::Tensor& position_ids, const PackedLengths& packed);
   // Boolean [B, 1, T, total] mask, true = may attend: causal, never to padded keys.
   // On `device`: where the attention that takes it runs.
   static torch::Tensor attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask,
                                       const torch::Device& device);
   torch::Tensor run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
-                           const torch::Tensor& position_ids, int64_t first, int64_t last);
+                           const torch::Tensor& position_ids, int64_t first, int64_t last, const PackedLengths& packed);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
-                          KVCache* cache, int64_t pos0, const torch::Tensor& position_ids);
+                          KVCache* cache, int64_t pos0, const torch::Tensor& position_ids, const PackedLengths& packed);
   // x W^T, plus the layer's adapter on that projection when there is one.
   torch::Tensor project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w) const;
   LlamaConfig cfg_;

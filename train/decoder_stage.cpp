@@ -25,7 +25,7 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
     // and so the loss, come out fp32.
     AutocastScope autocast(bf16, device.type());
     torch::Tensor x = rt.first_stage() ? b.embed() : input;
-    x = llm->forward_layers(x, b.key_mask, rt.first_layer, rt.last_layer);
+    x = llm->forward_layers(x, b.key_mask, rt.first_layer, rt.last_layer, b.packed);
     if (!rt.last_stage()) return x;
     return llm->head_loss_sum(x, b.labels);
   };

@@ -13,6 +13,7 @@
 #include "data/instructions.hpp"
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
+#include "loader/packed_batch.hpp"
 #include "model/peft_adapter.hpp"
 #include "parallel/gather_weights.hpp"
 #include "parallel/tensor_parallel.hpp"
@@ -149,14 +150,15 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
 // This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order.
 // Each step's are all copied to the device when the step starts, queued ahead of its compute;
 // the padding mask and the labels stay on the host (GraphGptImpl::prepare).
+// With `packing`, each micro-batch's records back to back in one sequence (loader/packed_batch.hpp).
 DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch>& held, GraphGpt& model,
-                             const torch::Device& device, int64_t chunks, int64_t m) {
+                             const torch::Device& device, int64_t chunks, int64_t m, bool packing) {
   DecoderBatches feed;
-  feed.load = [&stream, &held, &model, device, chunks, m](int64_t) {
+  feed.load = [&stream, &held, &model, device, chunks, m, packing](int64_t) {
     held.clear();
     int64_t learned = 0, tokens = 0;
     for (int64_t i = 0; i < chunks * m; ++i) {
-      const GraphGptBatch b = stream.next();
+      const GraphGptBatch b = packing ? pack_batch(stream.next()) : stream.next();
       learned += learned_positions(b.labels);
       tokens += b.num_tokens();
       held.push_back(model->prepare(b, device));
@@ -165,7 +167,7 @@ DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch
   };
   feed.micro = [&held, &model, m](int64_t k, int64_t j) {
     const GraphGptBatch& b = held[static_cast<size_t>(k * m + j)];
-    return DecoderMicroBatch{[&model, &b] { return model->embed(b); }, b.attention_mask, b.labels};
+    return DecoderMicroBatch{[&model, &b] { return model->embed(b); }, b.attention_mask, b.labels, b.packed};
   };
   return feed;
 }
@@ -281,7 +283,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
     std::snprintf(buf, sizeof buf, " | data wait %.2f s", stream.wait_seconds());
     return std::string(buf);
   };
-  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m), trained.params, cfg, steps, rt,
+  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m, cfg.training.packing), trained.params, cfg, steps, rt,
                       step_log_printer(rt, steps, log_file, data_wait), checkpoint.hooks(), /*report=*/true);
   save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, t0);
   rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes

@@ -7,6 +7,8 @@
 # length-grouped batches and encoder dropout 0.1, tp=2 and dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
 # dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
+# The graph stages pack each micro-batch's records (the default): padded rows, activation
+# checkpointing and 1F1B over padded rows equal it.
 # Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a rank killed
 # mid-step.
 source "$(dirname "$0")/lib.sh"
@@ -91,6 +93,11 @@ GROUPED=("${GRAPH[@]}" --data.instructions "$TMP/nc.json" --data.group_by_length
 run gg_ref 1 "${GROUPED[@]}"
 against_serial gg "${G_FILES[*]}" GROUPED "tp2 2 --parallelism.tp 2" \
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
+# Packed micro-batches (the default; these records differ in length) against padded rows, and
+# packing with activation checkpointing and under 1F1B: the same losses, norms and weights.
+against_serial gg "${G_FILES[*]}" GROUPED "padded 1 --training.packing false" \
+  "ckpt 1 --training.activation_checkpointing true" \
+  "pp2_1f1b_padded 2 --parallelism.pp 2 --parallelism.microbatches 4 --training.packing false"
 
 run l_ref 1 "${LM[@]}"
 check "lm, one process" test -s "$TMP/l_ref/model/model.safetensors"
@@ -108,7 +115,8 @@ check "projector+lora, one process, writes a PEFT adapter" test -s "$TMP/lo_ref/
 against_serial lo "graph_projector.safetensors adapter/adapter_model.safetensors" LORA "dp2 2 --parallelism.dp 2" \
   "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
   "tp2 2 --parallelism.tp 2" \
-  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4" \
+  "padded 1 --training.packing false"
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...
