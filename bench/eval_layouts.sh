@@ -12,7 +12,9 @@
 # prints the answering time (world rank 0, from the model loaded to the last batch committed),
 # records per second and their ratio to one rank of one thread, peak RSS per rank, and for the
 # pipeline rows the measured idle share of its stages next to what its schedule allows at the
-# stages' measured costs (layout/decode_pipeline.hpp's simulator).
+# stages' measured costs (layout/decode_pipeline.hpp's simulator). "1_rank_no_prefix" computes
+# every prompt whole ([eval].prefix_cache false), the others start each after the prefix the
+# prompts share.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-64}
@@ -28,6 +30,7 @@ EVAL=(eval -c configs/smollm2/stage2.toml --model.graph_encoder "" --model.proje
 
 layouts=(
   "1_rank_1_thread||--training.threads 1"
+  "1_rank_no_prefix||--training.threads 1 --eval.prefix_cache false"
   "1_rank_2_threads||--training.threads 2"
   "dp2|--dp 2|--training.threads 1"
   "pp2_in_flight_1|--pp 2|--training.threads 1 --eval.in_flight 1"
@@ -57,6 +60,9 @@ for row in "${layouts[@]}"; do
     "$(awk -v a="$base" -v b="$rate" 'BEGIN {printf "%.2fx", b / a}')" "$same" "$rss" "${idle:--}" | tee -a "$OUT/rows.txt"
 done
 awk '$1 == "dp2" {printf "dp 2: %s one rank of one thread (target >= 1.8x: %s)\n", $5, $5 + 0 >= 1.8 ? "met" : "missed"}
+     $1 == "1_rank_1_thread" {cached = $4} $1 == "1_rank_no_prefix" {whole = $4}
      $1 == "pp2_in_flight_1" {one = $4} $1 == "pp2_in_flight_2" {two = $4}
-     END {if (one > 0) printf "pp 2: 2 batches in flight answer %.2fx as fast as 1\n", two / one}' "$OUT/rows.txt"
+     END {if (whole > 0) printf "the shared prefix computed once: %.2fx the records/s of every prompt whole\n", cached / whole
+          if (one > 0) printf "pp 2: 2 batches in flight answer %.2fx as fast as 1\n", two / one}' "$OUT/rows.txt"
+grep -o 'a prefix of [0-9]* tokens shared by [0-9]* of [0-9]* prompts' "$OUT/1_rank_1_thread/logs/workers.log" || true
 grep -q ' NO ' "$OUT/rows.txt" && { echo "a layout gave other answers than one rank"; exit 1; } || true

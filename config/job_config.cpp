@@ -273,6 +273,7 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.resume = r.get_bool("eval", "resume", e.resume);
   e.overwrite = r.get_bool("eval", "overwrite", e.overwrite);
   e.in_flight = r.get_int("eval", "in_flight", e.in_flight);
+  e.prefix_cache = r.get_bool("eval", "prefix_cache", e.prefix_cache);
   if (e.in_flight < 0 || e.in_flight > 64)
     r.reject("eval", "in_flight", "must be in [0, 64] (0 = as many as pipeline stages), got " + std::to_string(e.in_flight));
   return e;

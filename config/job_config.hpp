@@ -163,6 +163,9 @@ struct EvalSection {
   // Batches each pipeline decodes at once, served round robin so that its stages work side by
   // side (layout/decode_pipeline.hpp); 0: as many as it has stages.
   int64_t in_flight = 0;
+  // The prompt prefix the records share (loader/shared_prefix.hpp) computed once per run and each
+  // prompt's prefill started after it; false: every prompt computed whole.
+  bool prefix_cache = true;
 };
 
 // [parallelism] The process grid (world = dp x pp x tp, see layout/process_grid.hpp and

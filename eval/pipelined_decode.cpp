@@ -18,7 +18,7 @@ namespace {
 // Messages between the stages are matched by their order on each pair of ranks; the tags only
 // keep the three kinds apart under MPI.
 constexpr int kHeaderTag = 9101, kHiddenTag = 9102, kTokensTag = 9103;
-enum RoundKind : int64_t { kPrefill = 0, kStep = 1, kEnd = 2 };
+enum RoundKind : int64_t { kPrefill = 0, kStep = 1, kEnd = 2, kPrefix = 3 };
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -92,6 +92,32 @@ PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const
     if (h.defined()) sends.add(data.isend(h.contiguous(), stage + 1, kHiddenTag));
   };
 
+  // The shared prefix's keys and values for this stage's layers, once: a round of its own.
+  PromptPrefix prefix;
+  const auto P = static_cast<int64_t>(io.prefix.size());
+  if (P > 0) {
+    torch::Tensor x;
+    if (stage == 0) {
+      AutocastScope autocast(bf16, device.type());
+      GraphGptBatch b;
+      b.input_ids = torch::tensor(std::vector<int64_t>(io.prefix.begin(), io.prefix.end()), torch::kInt64).view({1, P}).to(device);
+      x = model->embed(b);
+    } else {
+      auto header = torch::empty({4}, torch::kInt64);
+      host.recv(header, stage - 1, kHeaderTag);
+      x = torch::empty({1, P, dim}, torch::TensorOptions()
+                                        .dtype(static_cast<torch::ScalarType>(header[3].item<int64_t>()))
+                                        .device(device));
+      data.recv(x, stage - 1, kHiddenTag);
+    }
+    AutocastScope autocast(bf16, device.type());
+    torch::Tensor h = compute_prompt_prefix(llm, std::move(x), rt.first_layer, rt.last_layer, &prefix);
+    if (stage < last) send_down(kPrefix, -1, -1, h);
+  }
+  auto prefix_of = [&](int64_t batch) -> const PromptPrefix* {
+    return P > 0 && io.shares_prefix && io.shares_prefix(batch) ? &prefix : nullptr;
+  };
+
   if (stage == 0) {
     DecodeFeeder feeder(slots, batches);
     for (FeederAction a = feeder.next(); a.kind != FeederAction::kDone; a = feeder.next()) {
@@ -105,19 +131,21 @@ PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const
           s = SlotState{};
           s.batch = a.batch;
           s.rows = static_cast<int64_t>(lens.size());
+          const PromptPrefix* shared = prefix_of(a.batch);
           s.decode = std::make_unique<StageDecode>(llm, lens, T, cache_steps(answer_budgets(lens, max_new_tokens, max_seq)),
-                                                   rt.first_layer, rt.last_layer, device);
+                                                   rt.first_layer, rt.last_layer, device, shared);
+          const int64_t computed = T - (shared ? shared->length : 0);  // the prefill's positions
           s.stats_row = stats.batches.size();
-          stats.batches.push_back({s.rows, s.rows * T, 1});
+          stats.batches.push_back({s.rows, s.rows * computed, 1});
           const auto c0 = Clock::now();
           torch::Tensor x;
           {
             AutocastScope autocast(bf16, device.type());
-            x = model->embed(model->prepare(prompts, device));
+            x = model->embed(model->prepare(without_prefix(prompts, shared ? shared->length : 0), device));
           }
           stats.busy_s += seconds_since(c0);
           stats.prefill_s += seconds_since(c0);
-          stats.prefill_tokens += s.rows * T;
+          stats.prefill_tokens += s.rows * computed;
           send_down(kPrefill, a.slot, a.batch, run_layers(s, true, std::move(x)));
           break;
         }
@@ -176,8 +204,12 @@ PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const
         s = SlotState{};
         s.batch = batch;
         s.rows = static_cast<int64_t>(lens.size());
-        s.decode = std::make_unique<StageDecode>(llm, lens, T, cache_steps(budgets), rt.first_layer, rt.last_layer, device);
-        if (stage == last) s.answers = std::make_unique<AnswerRows>(lens, budgets, eos_id, io.sampling(batch));
+        const PromptPrefix* shared = prefix_of(batch);
+        s.decode = std::make_unique<StageDecode>(llm, lens, T, cache_steps(budgets), rt.first_layer, rt.last_layer, device,
+                                                 shared);
+        if (stage == last)
+          s.answers = std::make_unique<AnswerRows>(lens, budgets, eos_id, io.sampling(batch), shared ? shared->length : 0);
+        T -= shared ? shared->length : 0;  // what the previous stage sends: the positions after the prefix
         stats.prefill_tokens += s.rows * T;
       } else {
         ++stats.steps;

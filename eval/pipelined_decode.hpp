@@ -30,6 +30,11 @@ struct PipelineBatches {
   std::function<AnswerSampling(int64_t batch)> sampling;           // the last stage
   std::function<void(int64_t batch, std::vector<std::vector<int32_t>>& answers)> finished;  // the last stage
   std::function<bool()> stop_requested;                            // stage 0: start no more batches
+  // The prompt prefix the records share (loader/shared_prefix.hpp; empty: none), and whether all
+  // of a batch's rows begin with it (every stage). Its keys and values are computed once, at the
+  // start, by a round of its own through the stages.
+  std::vector<int32_t> prefix;
+  std::function<bool(int64_t batch)> shares_prefix;
 };
 
 struct PipelineDecodeStats {

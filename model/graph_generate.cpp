@@ -10,6 +10,21 @@
 
 namespace gt {
 
+GraphGptBatch without_prefix(const GraphGptBatch& batch, int64_t length) {
+  const int64_t T = batch.input_ids.size(1);
+  if (length <= 0) return batch;
+  if (length >= T) throw std::logic_error("without_prefix: the prefix leaves no token of the prompts");
+  GraphGptBatch out = batch;
+  out.input_ids = batch.input_ids.narrow(1, length, T - length).contiguous();
+  if (batch.labels.defined()) out.labels = batch.labels.narrow(1, length, T - length).contiguous();
+  if (batch.attention_mask.defined()) out.attention_mask = batch.attention_mask.narrow(1, length, T - length).contiguous();
+  for (GraphInput& g : out.graphs) {
+    if (g.start - 1 < length) throw std::logic_error("without_prefix: a graph inside the prefix");
+    g.start -= length;
+  }
+  return out;
+}
+
 std::vector<int64_t> prompt_lengths(const torch::Tensor& attention_mask, const std::vector<std::string>& ids) {
   auto mask_cpu = attention_mask.to(torch::kCPU, torch::kInt64).contiguous();
   auto m = mask_cpu.accessor<int64_t, 2>();
@@ -34,11 +49,25 @@ std::vector<int64_t> answer_budgets(const std::vector<int64_t>& lengths, int64_t
   return out;
 }
 
+torch::Tensor compute_prompt_prefix(Llama& llm, torch::Tensor x, int64_t first, int64_t last, PromptPrefix* out) {
+  torch::NoGradGuard no_grad;
+  out->length = x.size(1);
+  out->kv = llm->new_cache(1, out->length, first, last);
+  return llm->forward_stage(std::move(x), {}, &out->kv, {}, first, last);
+}
+
 StageDecode::StageDecode(Llama& llm, const std::vector<int64_t>& lengths, int64_t T, int64_t steps, int64_t first,
-                         int64_t last, const torch::Device& device)
+                         int64_t last, const torch::Device& device, const PromptPrefix* prefix)
     : llm_(llm), T_(T), first_(first), last_(last) {
   const auto B = static_cast<int64_t>(lengths.size());
   cache_ = llm->new_cache(B, T + steps - 1, first, last);
+  if (prefix && prefix->length > 0) {
+    for (int64_t i = first; i < last; ++i) {
+      cache_.k[i].narrow(2, 0, prefix->length).copy_(prefix->kv.k[i].expand({B, -1, -1, -1}));
+      cache_.v[i].narrow(2, 0, prefix->length).copy_(prefix->kv.v[i].expand({B, -1, -1, -1}));
+    }
+    cache_.len = prefix->length;
+  }
   key_mask_ = torch::zeros({B, T + steps - 1}, torch::TensorOptions().dtype(torch::kInt64));
   for (int64_t b = 0; b < B; ++b) key_mask_[b].narrow(0, 0, lengths[b]).fill_(1);
   key_mask_ = key_mask_.to(device);
@@ -59,10 +88,10 @@ torch::Tensor StageDecode::step(torch::Tensor x) {
 }
 
 AnswerRows::AnswerRows(const std::vector<int64_t>& lengths, const std::vector<int64_t>& budgets, int32_t eos_id,
-                       const AnswerSampling& sampling)
+                       const AnswerSampling& sampling, int64_t prefix_length)
     : budgets_(budgets), eos_(eos_id), out_(lengths.size()) {
   const auto B = static_cast<int64_t>(lengths.size());
-  last_position_ = torch::tensor(lengths, torch::kInt64) - 1;
+  last_position_ = torch::tensor(lengths, torch::kInt64) - 1 - prefix_length;
   for (int64_t b = 0; b < B; ++b) done_.push_back(budgets_[b] == 0);
   if (sampling.temperature > 0.0f) {
     if (static_cast<int64_t>(sampling.row_seeds.size()) != B)
@@ -117,7 +146,7 @@ bool AnswerRows::take(const torch::Tensor& next) {
 
 std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const GraphGptBatch& prompts,
                                                          int64_t max_new_tokens, int32_t eos_id,
-                                                         const AnswerSampling& sampling) {
+                                                         const AnswerSampling& sampling, const PromptPrefix* prefix) {
   torch::NoGradGuard no_grad;
   const torch::Tensor& ids = prompts.input_ids;
   if (!ids.defined() || ids.dim() != 2) fail("prompts", "input_ids must be [batch, length]");
@@ -134,9 +163,10 @@ std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const 
   if (steps == 0) return std::vector<std::vector<int32_t>>(static_cast<size_t>(B));
 
   const auto device = ids.device();
-  StageDecode decode(llm, lens, T, steps, 0, llm->config().n_layers, device);
-  AnswerRows rows(lens, budgets, eos_id, sampling);
-  torch::Tensor next = rows.pick_after_prefill(llm, decode.prefill(model->embed(prompts)));
+  const int64_t P = prefix ? prefix->length : 0;
+  StageDecode decode(llm, lens, T, steps, 0, llm->config().n_layers, device, prefix);
+  AnswerRows rows(lens, budgets, eos_id, sampling, P);
+  torch::Tensor next = rows.pick_after_prefill(llm, decode.prefill(model->embed(without_prefix(prompts, P))));
   while (!rows.take(next)) {
     // Every row gets its token (finished rows too: their results are ignored).
     GraphGptBatch step_batch;

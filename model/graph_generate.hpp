@@ -46,14 +46,32 @@ std::vector<int64_t> prompt_lengths(const torch::Tensor& attention_mask, const s
 // generate() caps the context).
 std::vector<int64_t> answer_budgets(const std::vector<int64_t>& lengths, int64_t max_new_tokens, int64_t max_seq_len);
 
+// A prompt prefix every row of a batch begins with (loader/shared_prefix.hpp): its keys and values
+// on one stage's decoder layers, computed once and copied into each batch that shares it, whose
+// prefill then starts after it.
+struct PromptPrefix {
+  int64_t length = 0;
+  KVCache kv;  // batch 1, `length` positions, this stage's layers
+};
+
+// A padded batch whose rows all begin with `length` shared tokens, without them: the remaining
+// columns, the graphs moved back as many positions (std::logic_error for a graph inside them).
+GraphGptBatch without_prefix(const GraphGptBatch& batch, int64_t length);
+
+// Runs the prefix's hidden states x [1, P, dim] (its embeddings, on the first stage) through
+// decoder layers [first, last) into `out`; returns the hidden states the next stage takes.
+torch::Tensor compute_prompt_prefix(Llama& llm, torch::Tensor x, int64_t first, int64_t last, PromptPrefix* out);
+
 // One batch's decoding on decoder layers [first, last) of `llm`: the keys and values of those
 // layers, the padding mask, each row's positions. `steps` is the largest answer budget: the last
-// answer token is never fed back, so T + steps - 1 cache slots suffice.
+// answer token is never fed back, so T + steps - 1 cache slots suffice. With `prefix`, every row
+// begins with it: its keys and values are copied in, and the prefill takes the T - P positions
+// after it.
 class StageDecode {
  public:
   StageDecode(Llama& llm, const std::vector<int64_t>& lengths, int64_t T, int64_t steps, int64_t first, int64_t last,
-              const torch::Device& device);
-  // The prompts' embeddings (or the previous stage's hidden states) [B, T, dim] -> [B, T, dim].
+              const torch::Device& device, const PromptPrefix* prefix = nullptr);
+  // The prompts' embeddings (or the previous stage's hidden states) [B, T - P, dim] -> the same shape.
   torch::Tensor prefill(torch::Tensor x);
   // One new token a row, [B, 1, dim] -> [B, 1, dim].
   torch::Tensor step(torch::Tensor x);
@@ -69,10 +87,11 @@ class StageDecode {
 // own sampler), and the answers as they grow.
 class AnswerRows {
  public:
+  // prefix_length: the shared prefix's positions, which the prefill's hidden states do not hold.
   AnswerRows(const std::vector<int64_t>& lengths, const std::vector<int64_t>& budgets, int32_t eos_id,
-             const AnswerSampling& sampling);
+             const AnswerSampling& sampling, int64_t prefix_length = 0);
   // The next token of each row [B] (int64, on the hidden states' device), from the prefill's
-  // hidden states [B, T, dim] or a step's [B, 1, dim].
+  // hidden states [B, T - P, dim] or a step's [B, 1, dim].
   torch::Tensor pick_after_prefill(Llama& llm, const torch::Tensor& hidden);
   torch::Tensor pick_after_step(Llama& llm, const torch::Tensor& hidden);
   // Takes the picked tokens into the answers (EOS ends a row, as does its budget); true once
@@ -95,8 +114,10 @@ class AnswerRows {
 // The new tokens of each row, EOS excluded. A row stops at eos_id, after max_new_tokens
 // tokens, or when its prompt plus answer reaches the model's max_seq_len. Runs without
 // gradient, in the model's current mode (call eval() first for deterministic graph encoding).
+// With `prefix` (every row begins with its tokens), the prefill starts after it.
 std::vector<std::vector<int32_t>> generate_graph_answers(GraphGpt& model, const GraphGptBatch& prompts,
                                                          int64_t max_new_tokens, int32_t eos_id,
-                                                         const AnswerSampling& sampling = {});
+                                                         const AnswerSampling& sampling = {},
+                                                         const PromptPrefix* prefix = nullptr);
 
 }  // namespace gt

@@ -45,6 +45,7 @@
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
 #include "loader/prompt_order.hpp"
+#include "loader/shared_prefix.hpp"
 #include "model/graph_generate.hpp"
 #include "parallel/parallel_runtime.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -281,6 +282,14 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
                  order.run.size(), examples.size());
   std::vector<int64_t> lengths;
   for (const GraphExample& e : examples) lengths.push_back(static_cast<int64_t>(e.tokens.input_ids.size()));
+  // The prefix the prompts share, computed once: a batch whose rows all begin with it starts
+  // each prefill after it.
+  const SharedPrefix shared = cfg.eval.prefix_cache ? find_shared_prefix(examples) : SharedPrefix{};
+  if (reports && shared.length() > 0) {
+    const auto n = std::count(shared.shares.begin(), shared.shares.end(), true);
+    std::fprintf(stderr, "graphtune: eval: a prefix of %lld tokens shared by %lld of %zu prompts is computed once\n",
+                 static_cast<long long>(shared.length()), static_cast<long long>(n), examples.size());
+  }
   const std::vector<EvalBatch> plan =
       plan_eval_batches(order.run, order.answer_of, lengths, cfg.eval.batch_size, max_new_tokens);
   const auto n_batches = static_cast<int64_t>(plan.size());
@@ -324,6 +333,12 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   const std::string who = world.size() > 1 ? "rank " + std::to_string(world.rank()) + ": " : "";
   if (commits) control::report_eval_progress(0, resumed, total);
 
+  auto shares_prefix = [&](int64_t b) {
+    if (shared.length() == 0) return false;
+    for (size_t e : plan[static_cast<size_t>(b)].examples)
+      if (!shared.shares[e]) return false;
+    return true;
+  };
   auto examples_of = [&](int64_t b) {
     std::vector<GraphExample> chunk;
     for (size_t e : plan[static_cast<size_t>(b)].examples) chunk.push_back(example_of(e));
@@ -354,6 +369,16 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   bool stopped = false;
   if (rt.shape.pp == 1) {
     const c10::DeviceType autocast_device = model->projector->weight().device().type();
+    PromptPrefix prefix;
+    if (shared.length() > 0) {
+      torch::NoGradGuard no_grad;
+      AutocastScope autocast(cfg.model.bf16(), autocast_device);
+      GraphGptBatch b;
+      b.input_ids = torch::tensor(std::vector<int64_t>(shared.tokens.begin(), shared.tokens.end()), torch::kInt64)
+                        .view({1, shared.length()})
+                        .to(device);
+      compute_prompt_prefix(model->llm, model->embed(b), 0, model->llm->config().n_layers, &prefix);
+    }
     for (int64_t b : mine) {
       if (control::stop_requested()) {
         stopped = true;
@@ -364,7 +389,8 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
       {
         // bf16: the LLM and encoder are stored in bf16 (build_graphgpt), matmuls run in bf16.
         AutocastScope autocast(cfg.model.bf16(), autocast_device);
-        answers = generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling_of(b));
+        answers = generate_graph_answers(model, model->prepare(batch, device), max_new_tokens, stop_id, sampling_of(b),
+                                         shares_prefix(b) ? &prefix : nullptr);
       }
       commit(b, answers);
     }
@@ -380,6 +406,8 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
     io.sampling = sampling_of;
     io.finished = commit;
     io.stop_requested = [&] { return stopped = stopped || control::stop_requested(); };
+    io.prefix = shared.tokens;
+    io.shares_prefix = shares_prefix;
     const PipelineDecodeStats stats =
         decode_pipelined(model, rt, mine, slots, max_new_tokens, stop_id, device, cfg.model.bf16(), io);
     report_pipeline(stats, rt, slots);

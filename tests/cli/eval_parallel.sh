@@ -8,6 +8,7 @@
 #    result file, only the committed answers; --resume at another layout ends with the same
 #    files; a changed record file or projector on --resume is refused in one line;
 #  - --max-restarts continues a killed eval by itself; Ctrl-C stops it and says how to continue;
+#  - the prompt prefix the records share, computed once, changes no answer;
 #  - the launcher shows the records answered and writes them, and the scores, to metrics.jsonl.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
@@ -55,6 +56,12 @@ check "pp 2: each rank held its stage and the pipeline says how busy its stages 
   grep -qE "pipeline of 2 stages, 2 batches in flight: stages busy [0-9]+%, [0-9]+%" "$TMP/graphtune/pp2/logs/workers.log"
 check "dp 2 x pp 2: four ranks, each replica's last stage committed batches" \
   test "$(grep -cE 'rank [13]: batch [0-9]+/[0-9]+ of its own' "$TMP/graphtune/dp2pp2/logs/workers.log")" -ge 2
+
+# The prompt prefix the records share, computed once (the default), against every prompt whole.
+check "the shared prompt prefix is computed once" \
+  grep -qE "a prefix of [0-9]+ tokens shared by 16 of 16 prompts is computed once" "$TMP/graphtune/one/logs/workers.log"
+"$GT" "${EVAL[@]}" --eval.prefix_cache false --out "$TMP/whole" >/dev/null 2>&1
+check "--eval.prefix_cache false: the same result files" same_results "$TMP/whole" "$TMP/graphtune/one"
 
 # Plain mpirun, the layout from [parallelism]: the same files.
 "${MPIRUN[@]}" -np 2 "$W" "${EVAL[@]}" --parallelism.dp 2 --out "$TMP/plain" >"$TMP/plain.out" 2>&1
