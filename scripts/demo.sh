@@ -21,7 +21,9 @@
 #   GRAPH: "embedded" (default: the synthetic citation graph) or a graph folder, e.g.
 #          ../shared/assets/graph/cora_ml (the default with --real). Results go to runs/demo
 #          (runs/demo-<folder name>, runs/demo-real; "-ppN" appended with --pp), or to
-#          $GRAPHTUNE_DEMO_OUT.
+#          $GRAPHTUNE_DEMO_OUT. Run again, the demo starts over: it replaces the earlier demo's
+#          run there (finished, or stopped with Ctrl-C) and says so in one line; a folder that
+#          holds anything else is refused and left alone.
 #   --pp N: the LM warm-up and GraphGPT's stages 1 and 2 run with the LLM's layers split over
 #           N pipeline stages, N ranks under mpirun (default 2; --pp 1: one process). The
 #           launcher gives each rank its share of the cores. Grounding and the evaluations run
@@ -52,6 +54,41 @@ if [ -z "${GRAPHTUNE_BIN:-}" ]; then
   scripts/build.sh >/dev/null
 fi
 GT=${GRAPHTUNE_BIN:-build/launcher/graphtune}
+
+# The run folder is the demo's own: an earlier demo's run in it, finished or stopped by Ctrl-C,
+# is replaced whole (the launcher would refuse a folder holding a run's committed work). What the
+# demo does not write, such as a user's own run or a GRAPHTUNE_DEMO_OUT pointed at the wrong
+# place, is refused and left as it is; so is a folder a job still holds. The demo writes data/
+# before anything else, so a folder without it is not one of its runs. The lock on the folder
+# itself, held while the demo runs, keeps a second demo from replacing it under the first.
+refuse() { echo "scripts/demo.sh: $RUN: $*" >&2; exit 2; }
+[ ! -e "$RUN" ] || [ -d "$RUN" ] || refuse "is not a folder"
+mkdir -p "$RUN"
+exec 9<"$RUN"
+flock -n 9 || refuse "another demo is running in it; one demo a folder"
+shopt -s nullglob dotglob
+EARLIER=("$RUN"/*)
+shopt -u nullglob dotglob
+if [ ${#EARLIER[@]} -gt 0 ]; then
+  OTHERS=()
+  for path in "${EARLIER[@]}"; do
+    case " data lm grounding stage1 stage2 eval eval_text_only quality.json quality.txt graphtune.lock " in
+      *" ${path##*/} "*) ;;
+      *) OTHERS+=("${path##*/}") ;;
+    esac
+  done
+  if [ ${#OTHERS[@]} -gt 0 ] || [ ! -d "$RUN/data" ]; then
+    LIST="no data/"
+    if [ ${#OTHERS[@]} -gt 0 ]; then LIST=$(printf '%s, ' "${OTHERS[@]:0:3}"); LIST=${LIST%, }; fi
+    [ ${#OTHERS[@]} -le 3 ] || LIST+=", ..."
+    refuse "holds what is not a demo run ($LIST): left as it is; set GRAPHTUNE_DEMO_OUT to another folder"
+  fi
+  for lock in "$RUN"/graphtune.lock "$RUN"/*/graphtune.lock; do
+    if [ -e "$lock" ] && ! flock -n "$lock" true; then refuse "a job still runs in it ($(cat "$lock"))"; fi
+  done
+  echo "demo: replacing the earlier demo run in $RUN" >&2
+  rm -rf "${EARLIER[@]}"
+fi
 DATA=$RUN/data
 mkdir -p "$DATA"
 
