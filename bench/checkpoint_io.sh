@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 DIM=${1:-768}
 LAYERS=${2:-12}
 W=${GRAPHTUNE_WORKER:-build/worker/graphtune-worker}
-OUT=${OUT:-$(mktemp -d -p "$PWD" bench-ckpt.XXXX)}
+# A fresh folder each run, inside OUT where one is given: a run again never meets an earlier
+# one's jobs, and what goes at the end is only this run's, never the folder the user named.
+OUT=$(mktemp -d -p "${OUT:-$PWD}" bench-ckpt.XXXX)
 trap 'rm -rf "$OUT"' EXIT
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
 JOB=(--model.dim "$DIM" --model.n_layers "$LAYERS" --model.n_heads 12 --model.n_kv_heads 12

@@ -17,7 +17,9 @@ W=${GRAPHTUNE_WORKER:-build/worker/graphtune-worker}
 GT=${GRAPHTUNE_BIN:-build/launcher/graphtune}
 PY=${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}
 ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
-OUT=${OUT:-$(mktemp -d -p "$PWD" bench-load.XXXX)}
+# A fresh folder each run, inside OUT where one is given: a run again never meets an earlier
+# one's jobs, and what goes at the end is only this run's, never the folder the user named.
+OUT=$(mktemp -d -p "${OUT:-$PWD}" bench-load.XXXX)
 trap 'rm -rf "$OUT"' EXIT
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1)
 
