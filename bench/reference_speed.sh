@@ -34,7 +34,8 @@ TOK=${GRAPHTUNE_ASSETS:-../shared/assets}/llm/tok512.bin
 for f in "$W" "$G" "$DRIVER" "$PY" "$TORCHRUN" "$TOK"; do
   [ -e "$f" ] || { echo "reference_speed: $f not found (build graphtune, run scripts/install-deps.sh)"; exit 2; }
 done
-# FIXTURE_DIR: keep the model, the records and the job there (bench/run.sh reuses them).
+# FIXTURE_DIR: keep the model, the records and the job there (bench/run.sh reuses them). A run
+# again in it writes each of them anew and replaces graphtune's two runs (--job.overwrite).
 if [ -n "${FIXTURE_DIR:-}" ]; then
   T=$FIXTURE_DIR
   mkdir -p "$T"
@@ -61,7 +62,7 @@ cfg = LlamaConfig(vocab_size=512, hidden_size=dim, intermediate_size=ffn, num_hi
 LlamaForCausalLM(cfg).save_pretrained(out, safe_serialization=True)
 EOF
 "$G" data build --graph embedded --task graph_matching --split train --max-nodes "$MAX_NODES" \
-  --max-records "$BATCH" --out "$T/gm.json" >/dev/null 2>&1
+  --max-records "$BATCH" --out "$T/gm.json" --overwrite >/dev/null 2>&1
 cat >"$T/job.toml" <<EOF
 [job]
 name = "reference-speed"
@@ -106,12 +107,12 @@ l_r1=$(load)
   >"$T/r1.out" 2>"$T/r1.err" || { echo "reference 1 process failed:"; tail -5 "$T/r1.err"; exit 1; }
 r1=$(rate "$T/r1.out")
 l_g1=$(load)
-"$W" train -c "$T/job.toml" --training.threads 2 --job.out_dir "$T/g1" >/dev/null 2>"$T/g1.err" ||
+"$W" train -c "$T/job.toml" --training.threads 2 --job.out_dir "$T/g1" --job.overwrite true >/dev/null 2>"$T/g1.err" ||
   { echo "graphtune 1 process failed:"; tail -5 "$T/g1.err"; exit 1; }
 g1=$(median_log "$T/g1")
 l_g2=$(load)
 "${MPIRUN[@]}" -np 2 "$W" -c "$T/job.toml" --parallelism.dp 2 --training.threads 1 --job.out_dir "$T/g2" \
-  >/dev/null 2>"$T/g2.err" || { echo "graphtune dp=2 failed:"; tail -5 "$T/g2.err"; exit 1; }
+  --job.overwrite true >/dev/null 2>"$T/g2.err" || { echo "graphtune dp=2 failed:"; tail -5 "$T/g2.err"; exit 1; }
 g2=$(median_log "$T/g2")
 l_r2=$(load)
 OMP_NUM_THREADS=1 timeout 600 "$TORCHRUN" --standalone --nproc_per_node 2 "$STEP_PY" --llm "$T/llm" --dir "$T/batch" \
