@@ -38,6 +38,9 @@
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
 # TEST_RECORDS (0: every test paper) and GM_RECORDS (96, stage 1's records).
 set -euo pipefail
+# recipe runs in $(...), where bash drops -e: without this a stage that failed or was stopped by
+# Ctrl-C was followed by the next ones, and the bench ended in a traceback over missing files.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 BUILD=${GRAPHTUNE_BUILD:-build}
 GT=${GRAPHTUNE_BIN:-$BUILD/launcher/graphtune}
