@@ -31,6 +31,9 @@
 # 2 cores in one measured run, depending on the machine; every recipe, ablations included, about
 # twice that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
+# Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
+# zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
+# of recipes not run this time are kept.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("gcn"; every row: "graphgpt labels lora
 # lora_all gcn"),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
@@ -120,6 +123,11 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
 for graph in $GRAPHS; do
   dir=$OUT/$graph
   folder=$dir/folder
+  # Run again, each stage here replaces its earlier run (--job.overwrite, eval and data build
+  # write anew); the folders of recipes not in RECIPES this time are kept.
+  if [ -f "$dir/test.json" ]; then
+    echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES >&2
+  fi
   mkdir -p "$dir"
   log "$graph: the text-graph folder and the records"
   if [ "$graph" = linqs ]; then "$PY" scripts/linqs_to_text_graph.py "$ASSETS/graph/cora_linqs" "$folder"
