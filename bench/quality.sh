@@ -116,15 +116,16 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
   [ -d "$run/stage2/adapter" ] && adapter=(--model.adapter "$run/stage2/adapter")
   "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" \
     --model.graph_encoder "$run/stage2/graph_encoder.safetensors" --model.projector "$run/stage2/graph_projector.bin" \
-    --data.instructions "$dir/test.json" --out "$run/eval" >&2
+    --data.instructions "$dir/test.json" --out "$run/eval" --overwrite >&2
   since "$t0"
 }
 
 for graph in $GRAPHS; do
   dir=$OUT/$graph
   folder=$dir/folder
-  # Run again, each stage here replaces its earlier run (--job.overwrite, eval and data build
-  # write anew); the folders of recipes not in RECIPES this time are kept.
+  # Run again, each stage here replaces its earlier run (--job.overwrite, eval --overwrite: an eval
+  # stopped by Ctrl-C is otherwise refused; data build writes anew); the folders of recipes not in
+  # RECIPES this time are kept.
   if [ -f "$dir/test.json" ]; then
     echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES >&2
   fi
@@ -137,7 +138,7 @@ for graph in $GRAPHS; do
   log "$graph: zero-shot, the LLM from the text alone"
   t0=$(now)
   "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
-    --data.instructions "$dir/test.json" --eval.text_only true --out "$dir/zero_shot" >&2
+    --data.instructions "$dir/test.json" --eval.text_only true --out "$dir/zero_shot" --overwrite >&2
   zero_shot=$(since "$t0")
 
   runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$zero_shot")
