@@ -26,8 +26,8 @@
 #          holds anything else is refused and left alone.
 #   --pp N: the LM warm-up and GraphGPT's stages 1 and 2 run with the LLM's layers split over
 #           N pipeline stages, N ranks under mpirun (default 2; --pp 1: one process). The
-#           launcher gives each rank its share of the cores. Grounding and the evaluations run
-#           one rank each.
+#           launcher gives each rank its share of the cores. The evaluations run on the same
+#           ranks, the LLM split the same way; grounding runs one rank.
 # Stages 1 and 2 and the evaluations are one `graphtune pipeline` (configs/demo/pipeline.toml):
 # each stage's output feeds the next, in one run folder.
 set -euo pipefail
