@@ -150,19 +150,28 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
 // This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order.
 // Each step's are all copied to the device when the step starts, queued ahead of its compute;
 // the padding mask and the labels stay on the host (GraphGptImpl::prepare).
+// This rank's tokens so far, and the positions their padded batches would have: what packing
+// saves (or, without it, what padding costs).
+struct PaddingCount {
+  int64_t tokens = 0, padded = 0;
+};
+
 // With `packing`, each micro-batch's records back to back in one sequence (loader/packed_batch.hpp).
 DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch>& held, GraphGpt& model,
-                             const torch::Device& device, int64_t chunks, int64_t m, bool packing) {
+                             const torch::Device& device, int64_t chunks, int64_t m, bool packing, PaddingCount& count) {
   DecoderBatches feed;
-  feed.load = [&stream, &held, &model, device, chunks, m, packing](int64_t) {
+  feed.load = [&stream, &held, &model, device, chunks, m, packing, &count](int64_t) {
     held.clear();
     int64_t learned = 0, tokens = 0;
     for (int64_t i = 0; i < chunks * m; ++i) {
-      const GraphGptBatch b = packing ? pack_batch(stream.next()) : stream.next();
+      GraphGptBatch b = stream.next();
+      count.padded += b.input_ids.numel();
+      if (packing) b = pack_batch(b);
       learned += learned_positions(b.labels);
       tokens += b.num_tokens();
       held.push_back(model->prepare(b, device));
     }
+    count.tokens += tokens;
     return std::make_pair(learned, tokens);
   };
   feed.micro = [&held, &model, m](int64_t k, int64_t j) {
@@ -207,7 +216,7 @@ void report_lengths(const GraphBatchStream& stream) {
 // The outputs are whole tensors: shards come back together on the tp ranks of stage 0 of
 // replica 0 (a collective among them), and world rank 0 writes.
 void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const ParallelRuntime& rt, const JobConfig& cfg,
-                  const GraphBatchStream& stream, std::chrono::steady_clock::time_point t0) {
+                  const GraphBatchStream& stream, const PaddingCount& count, std::chrono::steady_clock::time_point t0) {
   if (tp_projector && rt.first_stage() && rt.coord.dp == 0) {
     auto w = tp_projector->full_weight(), b = tp_projector->full_bias();
     torch::NoGradGuard ng;
@@ -227,6 +236,10 @@ void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const Par
   std::fprintf(stderr, "graphtune: stage %s done in %.1f s (data wait %.2f s over %lld batches); wrote %s/graph_projector.bin\n",
                name_of(cfg.training.stage), secs, stream.wait_seconds(), static_cast<long long>(stream.batches()),
                cfg.job.out_dir.c_str());
+  const double padding = count.padded > 0 ? 1.0 - static_cast<double>(count.tokens) / static_cast<double>(count.padded) : 0;
+  std::fprintf(stderr, "graphtune: rank 0 computed %lld tokens; padded rows would have added %.1f%% padding%s\n",
+               static_cast<long long>(count.tokens), 100 * padding,
+               cfg.training.packing ? " (packed: none computed)" : " ([training].packing false: computed)");
 }
 
 }  // namespace
@@ -277,15 +290,17 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   report_layout(rt, cfg.parallelism);
 
   std::vector<GraphGptBatch> held;  // this rank's micro-batches of the current step
+  PaddingCount padding;
   TrainLogFile log_file(rt.reports() ? cfg.job.out_dir : "", first_step);
   const auto data_wait = [&stream] {
     char buf[48];
     std::snprintf(buf, sizeof buf, " | data wait %.2f s", stream.wait_seconds());
     return std::string(buf);
   };
-  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m, cfg.training.packing), trained.params, cfg, steps, rt,
+  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m, cfg.training.packing, padding),
+                      trained.params, cfg, steps, rt,
                       step_log_printer(rt, steps, log_file, data_wait), checkpoint.hooks(), /*report=*/true);
-  save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, t0);
+  save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, padding, t0);
   rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
   return 0;
 }
