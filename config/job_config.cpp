@@ -275,7 +275,7 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.in_flight = r.get_int("eval", "in_flight", e.in_flight);
   e.prefix_cache = r.get_bool("eval", "prefix_cache", e.prefix_cache);
   if (e.in_flight < 0 || e.in_flight > 64)
-    r.reject("eval", "in_flight", "must be in [0, 64] (0 = as many as pipeline stages), got " + std::to_string(e.in_flight));
+    r.reject("eval", "in_flight", "must be in [0, 64] (0 = one more than the pipeline stages), got " + std::to_string(e.in_flight));
   return e;
 }
 

@@ -161,7 +161,10 @@ struct EvalSection {
   // (resume) or replaced (overwrite); with neither, it is refused rather than lost.
   bool resume = false, overwrite = false;
   // Batches each pipeline decodes at once, served round robin so that its stages work side by
-  // side (layout/decode_pipeline.hpp); 0: as many as it has stages.
+  // side (layout/decode_pipeline.hpp); 0: one more than it has stages. As many as stages is
+  // enough in the textbook, where every stage's round costs the same; the last stage's head and
+  // a batch's prefill cost more, and one more batch in flight answered 1.6x faster than with
+  // as many (bench/eval_layouts.sh, pp 2 on SmolLM2).
   int64_t in_flight = 0;
   // The prompt prefix the records share (loader/shared_prefix.hpp) computed once per run and each
   // prompt's prefill started after it; false: every prompt computed whole.

@@ -395,7 +395,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
       commit(b, answers);
     }
   } else {
-    const int slots = static_cast<int>(cfg.eval.in_flight > 0 ? cfg.eval.in_flight : rt.shape.pp);
+    const int slots = static_cast<int>(cfg.eval.in_flight > 0 ? cfg.eval.in_flight : rt.shape.pp + 1);
     PipelineBatches io;
     io.prompts = [&](int64_t b) { return collate(examples_of(b), s.tokenizer->pad_id()); };
     io.lengths = [&](int64_t b) {

@@ -53,7 +53,7 @@ for protocol in graphtune graphgpt; do
   done
 done
 check "pp 2: each rank held its stage and the pipeline says how busy its stages were" \
-  grep -qE "pipeline of 2 stages, 2 batches in flight: stages busy [0-9]+%, [0-9]+%" "$TMP/graphtune/pp2/logs/workers.log"
+  grep -qE "pipeline of 2 stages, 3 batches in flight: stages busy [0-9]+%, [0-9]+%" "$TMP/graphtune/pp2/logs/workers.log"
 check "dp 2 x pp 2: four ranks, each replica's last stage committed batches" \
   test "$(grep -cE 'rank [13]: batch [0-9]+/[0-9]+ of its own' "$TMP/graphtune/dp2pp2/logs/workers.log")" -ge 2
 
