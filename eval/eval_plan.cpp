@@ -28,25 +28,14 @@ std::vector<EvalBatch> plan_eval_batches(const std::vector<size_t>& run, const s
   return out;
 }
 
-std::vector<std::vector<int64_t>> assign_eval_batches(const std::vector<EvalBatch>& batches,
-                                                      const std::vector<bool>& done, int replicas) {
-  if (replicas < 1) throw std::invalid_argument("assign_eval_batches: replicas < 1");
+std::vector<int64_t> eval_batch_order(const std::vector<EvalBatch>& batches, const std::vector<bool>& done) {
   std::vector<int64_t> todo;
   for (size_t b = 0; b < batches.size(); ++b)
     if (b >= done.size() || !done[b]) todo.push_back(static_cast<int64_t>(b));
-  // Costliest first; equal costs in batch order, so that every rank computes the same split.
   std::stable_sort(todo.begin(), todo.end(), [&](int64_t a, int64_t b) {
     return batches[static_cast<size_t>(a)].cost > batches[static_cast<size_t>(b)].cost;
   });
-  std::vector<std::vector<int64_t>> share(static_cast<size_t>(replicas));
-  std::vector<int64_t> load(static_cast<size_t>(replicas), 0);
-  for (int64_t b : todo) {
-    const auto r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    share[r].push_back(b);
-    load[r] += batches[static_cast<size_t>(b)].cost;
-  }
-  for (auto& s : share) std::sort(s.begin(), s.end());
-  return share;
+  return todo;
 }
 
 }  // namespace gt

@@ -3,8 +3,8 @@
 // from the prompts in the order they are generated (shortest first, a repeat answered once:
 // loader/prompt_order.hpp) whatever the number of ranks, so that every batch holds the same rows
 // at one rank or many: an answer then never depends on the layout, and an eval stopped at one
-// layout continues at another batch for batch. Replicas (pipelines) take whole batches, balanced
-// by what they cost.
+// layout continues at another batch for batch. Replicas (pipelines) take whole batches, the
+// costliest first, each claiming the next one when it is free (eval/eval_progress.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -25,10 +25,10 @@ std::vector<EvalBatch> plan_eval_batches(const std::vector<size_t>& run, const s
                                          const std::vector<int64_t>& prompt_lengths, int64_t batch_size,
                                          int64_t max_new_tokens);
 
-// The batches not yet `done`, over `replicas` replicas: the costliest first, each to the replica
-// with the least cost so far (ties: the lower replica), the longest-processing-time rule, whose
-// busiest replica is within 4/3 of the best possible. Each replica's list is in batch order.
-std::vector<std::vector<int64_t>> assign_eval_batches(const std::vector<EvalBatch>& batches,
-                                                      const std::vector<bool>& done, int replicas);
+// The batches not yet `done`, the costliest first (equal costs in batch order): the order the
+// replicas claim them in as each becomes free. That is the longest-processing-time rule applied
+// as the work goes, so the busiest replica ends within 4/3 of the best possible split, whatever
+// the answers' lengths turn out to be; a fixed split by estimated cost would not know them.
+std::vector<int64_t> eval_batch_order(const std::vector<EvalBatch>& batches, const std::vector<bool>& done);
 
 }  // namespace gt

@@ -1,6 +1,10 @@
 #include "eval/eval_progress.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <fstream>
@@ -113,6 +117,24 @@ std::vector<bool> EvalProgress::committed(int64_t batches) const {
       done[static_cast<size_t>(k)] = true;
   }
   return done;
+}
+
+int64_t EvalProgress::new_attempt() const {
+  int64_t n = 0;
+  for (const std::string& name : list_dir(dir_)) n += name.rfind("claims_", 0) == 0 ? 1 : 0;
+  make_dirs(dir_ + "/claims_" + std::to_string(n));
+  return n;
+}
+
+bool EvalProgress::claim(int64_t attempt, int64_t batch) const {
+  const std::string path = dir_ + "/claims_" + std::to_string(attempt) + "/batch_" + std::to_string(batch);
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (errno == EEXIST) return false;
+  fail_io(path, "cannot create");
 }
 
 void EvalProgress::commit(int64_t batch, const std::vector<EvalAnswer>& answers) const {

@@ -5,7 +5,12 @@
 //                                model, projector, adapter, encoder and features, and every
 //                                setting an answer depends on) and into how many batches;
 //   OUT/progress/batch_<k>.json  batch k's answers (token ids), written whole or not at all
-//                                (common/atomic_file.hpp) by the rank that generated them.
+//                                (common/atomic_file.hpp) by the rank that generated them;
+//   OUT/progress/claims_<a>/     attempt a's claims: a replica that starts batch k first
+//                                creates batch_<k> here (O_CREAT | O_EXCL), so each batch is
+//                                answered once while the replicas take the next one as they
+//                                free up. A new attempt claims afresh: what a dead one claimed
+//                                and never committed is answered again.
 // The result files (predictions.jsonl, metrics.json, graphgpt/) are written only from a complete
 // set, after which progress/ goes: a folder holds either a finished eval's results or an
 // interrupted eval's progress, never a partial result that looks whole. Ranks on several hosts
@@ -48,6 +53,10 @@ class EvalProgress {
   // Which of the batches are committed.
   std::vector<bool> committed(int64_t batches) const;
   void commit(int64_t batch, const std::vector<EvalAnswer>& answers) const;
+  // A new attempt's claims folder (world rank 0, before the others claim); its number.
+  int64_t new_attempt() const;
+  // Whether this caller is the first to claim `batch` in `attempt`.
+  bool claim(int64_t attempt, int64_t batch) const;
   // Batch k's answers; InputError naming the file when it is not a batch file of this eval.
   std::vector<EvalAnswer> read(int64_t batch) const;
   void remove() const;

@@ -60,7 +60,7 @@ int64_t cache_steps(const std::vector<int64_t>& budgets) {
 
 }  // namespace
 
-PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const std::vector<int64_t>& batches,
+PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const std::function<int64_t()>& next_batch,
                                      int slots, int64_t max_new_tokens, int32_t eos_id, const torch::Device& device,
                                      bool bf16, const PipelineBatches& io) {
   torch::NoGradGuard no_grad;
@@ -119,7 +119,7 @@ PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const
   };
 
   if (stage == 0) {
-    DecodeFeeder feeder(slots, batches);
+    DecodeFeeder feeder(slots, next_batch);
     for (FeederAction a = feeder.next(); a.kind != FeederAction::kDone; a = feeder.next()) {
       if (io.stop_requested && io.stop_requested()) feeder.drain();
       SlotState& s = slot[static_cast<size_t>(std::max(a.slot, 0))];

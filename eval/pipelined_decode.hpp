@@ -44,9 +44,10 @@ struct PipelineDecodeStats {
   std::vector<DecodeSimBatch> batches;  // stage 0: each batch as it ran (rows, padded prompt tokens, rounds)
 };
 
-// Runs this rank's stage of one pipeline (rt.pp) over `batches` (stage 0's order; the later
-// stages learn them as they come) with `slots` in flight. Every stage of the pipeline calls it.
-PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const std::vector<int64_t>& batches,
+// Runs this rank's stage of one pipeline (rt.pp) with `slots` in flight over the batches stage 0
+// takes from `next_batch` as slots free up (-1: none left; the later stages learn them as they
+// come). Every stage of the pipeline calls it.
+PipelineDecodeStats decode_pipelined(GraphGpt& model, ParallelRuntime& rt, const std::function<int64_t()>& next_batch,
                                      int slots, int64_t max_new_tokens, int32_t eos_id, const torch::Device& device,
                                      bool bf16, const PipelineBatches& io);
 

@@ -11,6 +11,11 @@ DecodeFeeder::DecodeFeeder(int slots, std::vector<int64_t> batches)
   if (slots < 1) throw std::invalid_argument("DecodeFeeder: at least one slot");
 }
 
+DecodeFeeder::DecodeFeeder(int slots, std::function<int64_t()> next_batch)
+    : DecodeFeeder(slots, std::vector<int64_t>{}) {
+  next_batch_ = std::move(next_batch);
+}
+
 FeederAction DecodeFeeder::next() {
   if (ended_) return {FeederAction::kDone, -1, -1};
   const int n = slots();
@@ -27,6 +32,11 @@ FeederAction DecodeFeeder::next() {
         cursor_ = (k + 1) % n;
         return {FeederAction::kStep, k, -1};
       case Slot::kIdle:
+        if (queue_.empty() && next_batch_) {
+          const int64_t b = next_batch_();
+          if (b >= 0) queue_.push_back(b);
+          else next_batch_ = nullptr;  // asked once more after the last would be a wasted claim
+        }
         if (queue_.empty()) continue;
         {
           const int64_t b = queue_.front();

@@ -24,6 +24,7 @@
 // later), so the only waits are receives of what some stage will send.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,19 +47,26 @@ class DecodeFeeder {
  public:
   // `batches`: this pipeline's batches in the order they start; slots >= 1.
   DecodeFeeder(int slots, std::vector<int64_t> batches);
+  // The next batch from `next_batch` each time a slot is free to start one; -1: none is left
+  // (the pipelines of a data-parallel eval claim them from one list as they go).
+  DecodeFeeder(int slots, std::function<int64_t()> next_batch);
 
   FeederAction next();
   // After a kReceive: whether the slot's batch has finished (every row at its end token or budget).
   void received(int slot, bool finished);
   // Start no more batches; those in flight finish (a stop the user asked for).
-  void drain() { queue_.clear(); }
+  void drain() {
+    queue_.clear();
+    next_batch_ = nullptr;
+  }
 
   int slots() const { return static_cast<int>(state_.size()); }
 
  private:
   enum class Slot { kIdle, kAwaiting, kReady };
   std::vector<Slot> state_;
-  std::deque<int64_t> queue_;
+  std::deque<int64_t> queue_;           // batches fetched from next_batch_, not yet started
+  std::function<int64_t()> next_batch_;  // null: the queue is all there is
   int cursor_ = 0;
   bool ended_ = false;
 };

@@ -61,7 +61,7 @@ TEST(DecodeFeeder, MoreSlotsThanBatches) {
 }
 
 TEST(DecodeFeeder, DrainFinishesTheBatchesInFlightAndStartsNoMore) {
-  DecodeFeeder f(2, {0, 1, 2});
+  DecodeFeeder f(2, std::vector<int64_t>{0, 1, 2});
   std::string out;
   for (FeederAction a = f.next(); a.kind != FeederAction::kDone; a = f.next()) {
     out += turn(a) + " ";
@@ -71,8 +71,27 @@ TEST(DecodeFeeder, DrainFinishesTheBatchesInFlightAndStartsNoMore) {
   EXPECT_EQ(out, "S0:0 S1:1 R0 R1 END ");
 }
 
+// Batches claimed as slots free up: the source is asked only when a slot can start one, and not
+// again once it said none is left.
+TEST(DecodeFeeder, BatchesFromASourceAsSlotsFreeUp) {
+  std::vector<int64_t> left = {7, 3}, asked;
+  DecodeFeeder f(2, [&] {
+    const int64_t b = left.empty() ? -1 : left.front();
+    if (!left.empty()) left.erase(left.begin());
+    asked.push_back(b);
+    return b;
+  });
+  std::string out;
+  for (FeederAction a = f.next(); a.kind != FeederAction::kDone; a = f.next()) {
+    out += turn(a) + " ";
+    if (a.kind == FeederAction::kReceive) f.received(a.slot, true);
+  }
+  EXPECT_EQ(out, "S0:7 S1:3 R0 R1 END ");
+  EXPECT_EQ(asked, (std::vector<int64_t>{7, 3, -1}));
+}
+
 TEST(DecodeFeeder, ReceivingForASlotThatAwaitsNothingIsABug) {
-  DecodeFeeder f(2, {0});
+  DecodeFeeder f(2, std::vector<int64_t>{0});
   EXPECT_THROW(f.received(1, false), std::logic_error);
 }
 

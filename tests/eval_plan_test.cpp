@@ -32,35 +32,12 @@ TEST(EvalPlan, BatchesFollowTheGenerationOrderAndCountTheirRecords) {
   EXPECT_EQ(b[1].cost, 1 * (40 + 8));
 }
 
-TEST(EvalPlan, EveryBatchGoesToOneReplicaBalancedByCost) {
-  std::vector<EvalBatch> batches(9);
-  for (size_t i = 0; i < batches.size(); ++i) batches[i].cost = static_cast<int64_t>(10 + 7 * i);
-  const auto share = assign_eval_batches(batches, {}, 3);
-  std::vector<int64_t> all, load;
-  for (const auto& s : share) {
-    EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
-    int64_t l = 0;
-    for (int64_t b : s) all.push_back(b), l += batches[static_cast<size_t>(b)].cost;
-    load.push_back(l);
-  }
-  std::sort(all.begin(), all.end());
-  std::vector<int64_t> want(9);
-  std::iota(want.begin(), want.end(), 0);
-  EXPECT_EQ(all, want);
-  // Costs 10..66 (342 in all): the longest-processing-time rule lands within a batch of 342 / 3.
-  for (int64_t l : load) EXPECT_LE(std::abs(l - 114), 24) << l;
-}
-
-TEST(EvalPlan, DoneBatchesAreLeftOutAndOneReplicaTakesAll) {
-  std::vector<EvalBatch> batches(4);
-  for (auto& b : batches) b.cost = 5;
-  const auto share = assign_eval_batches(batches, {true, false, true, false}, 1);
-  ASSERT_EQ(share.size(), 1u);
-  EXPECT_EQ(share[0], (std::vector<int64_t>{1, 3}));
-  const auto more = assign_eval_batches(batches, {}, 6);  // more replicas than batches: some idle
-  size_t n = 0;
-  for (const auto& s : more) n += s.size();
-  EXPECT_EQ(n, 4u);
+TEST(EvalPlan, TheOrderIsCostliestFirstWithoutTheDoneOnes) {
+  std::vector<EvalBatch> batches(5);
+  const int64_t costs[] = {10, 30, 20, 30, 5};
+  for (size_t i = 0; i < batches.size(); ++i) batches[i].cost = costs[i];
+  EXPECT_EQ(eval_batch_order(batches, {}), (std::vector<int64_t>{1, 3, 2, 0, 4}));
+  EXPECT_EQ(eval_batch_order(batches, {false, true, false, false, true}), (std::vector<int64_t>{3, 2, 0}));
 }
 
 TEST(EvalProgress, CommittedBatchesRoundTripAndHalfWrittenFilesDoNotCount) {
@@ -88,6 +65,19 @@ TEST(EvalProgress, CommittedBatchesRoundTripAndHalfWrittenFilesDoNotCount) {
   EXPECT_EQ(p.committed(5), std::vector<bool>(5, false));
   p.remove();
   EXPECT_FALSE(p.interrupted());
+}
+
+TEST(EvalProgress, EachBatchIsClaimedOnceAnAttempt) {
+  test::TempDir tmp("gt_eval_progress");
+  const EvalProgress p(tmp.path);
+  p.start({}, 3);
+  const int64_t first = p.new_attempt();
+  EXPECT_TRUE(p.claim(first, 2));
+  EXPECT_FALSE(p.claim(first, 2));  // another replica got there first
+  const int64_t second = p.new_attempt();  // a restart: what the dead attempt claimed is free again
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(p.claim(second, 2));
+  EXPECT_EQ(p.committed(3), std::vector<bool>(3, false));  // claims are not answers
 }
 
 TEST(EvalProgress, ABatchFileOfAnotherBatchIsNamed) {

@@ -296,9 +296,9 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
 
   // A fresh eval clears the folder's earlier results and progress before the first answer is
   // committed; a resumed one learns which batches are in. World rank 0 reads the folder, so that
-  // every rank works from one view of it.
+  // every rank works from one view of it. It also opens this attempt's claims: the last entry.
   const EvalProgress progress(out_dir);
-  auto done = torch::zeros({std::max<int64_t>(n_batches, 1)}, torch::kUInt8);
+  auto done = torch::zeros({n_batches + 1}, torch::kInt64);
   if (reports) {
     if (cfg.eval.resume && progress.interrupted()) {
       const std::vector<bool> committed = progress.committed(n_batches);
@@ -309,12 +309,14 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
       for (const std::string& f : eval_result_files()) remove_tree(join_path(out_dir, f));
       progress.start(eval_fingerprint(cfg), n_batches);
     }
+    done[n_batches] = progress.new_attempt();
   }
   rt.host.world->broadcast(done, 0);
+  const int64_t attempt = done[n_batches].item<int64_t>();
   std::vector<bool> is_done(static_cast<size_t>(n_batches));
   int64_t resumed = 0, resumed_batches = 0;
   for (int64_t b = 0; b < n_batches; ++b) {
-    is_done[static_cast<size_t>(b)] = done[b].item<uint8_t>() != 0;
+    is_done[static_cast<size_t>(b)] = done[b].item<int64_t>() != 0;
     if (is_done[static_cast<size_t>(b)]) resumed += plan[static_cast<size_t>(b)].records, ++resumed_batches;
   }
   if (reports && resumed_batches > 0)
@@ -323,14 +325,21 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
                  static_cast<long long>(resumed), records.size());
 
   const auto answering_from = Clock::now();  // the model loaded, the batches known: generation's clock
-  // This replica's batches: tensor-parallel ranks answer their own (the projector is whole on each).
-  const int replicas = rt.shape.dp * rt.shape.tp;
-  const int replica = rt.coord.dp * rt.shape.tp + rt.coord.tp;
-  const std::vector<int64_t> mine = assign_eval_batches(plan, is_done, replicas)[static_cast<size_t>(replica)];
+  // The replicas (dp x tp: tensor-parallel ranks answer batches of their own, the projector being
+  // whole on each) claim the batches costliest first, each the next one when it is free, so the
+  // answers' lengths, known only as they are generated, cannot leave one replica with the tail.
+  const std::vector<int64_t> claim_order = eval_batch_order(plan, is_done);
+  size_t next_in_order = 0;
+  auto claim_next = [&]() -> int64_t {
+    while (next_in_order < claim_order.size()) {
+      const int64_t b = claim_order[next_in_order++];
+      if (progress.claim(attempt, b)) return b;
+    }
+    return -1;
+  };
   const auto total = static_cast<int64_t>(records.size());
   int64_t answered = 0, batches_here = 0;
   const bool commits = rt.last_stage();  // the rank whose answers a replica's batches end with
-  const std::string who = world.size() > 1 ? "rank " + std::to_string(world.rank()) + ": " : "";
   if (commits) control::report_eval_progress(0, resumed, total);
 
   auto shares_prefix = [&](int64_t b) {
@@ -360,9 +369,14 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
     answered += batch.records;
     ++batches_here;
     control::report_eval_progress(answered, resumed, total);
-    std::fprintf(stderr, "graphtune: eval: %sbatch %lld/%zu%s, %lld answers\n", who.c_str(),
-                 static_cast<long long>(batches_here), mine.size(), who.empty() ? "" : " of its own",
-                 static_cast<long long>(answered + (who.empty() ? resumed : 0)));
+    if (world.size() == 1)
+      std::fprintf(stderr, "graphtune: eval: batch %lld/%lld, %lld answers\n",
+                   static_cast<long long>(batches_here + resumed_batches), static_cast<long long>(n_batches),
+                   static_cast<long long>(answered + resumed));
+    else
+      std::fprintf(stderr, "graphtune: eval: rank %d: its batch %lld (of %lld in all), %lld answers\n", world.rank(),
+                   static_cast<long long>(batches_here), static_cast<long long>(n_batches),
+                   static_cast<long long>(answered));
     eval_test_hooks(world.rank(), batches_here, resumed);
   };
 
@@ -379,11 +393,13 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
                         .to(device);
       compute_prompt_prefix(model->llm, model->embed(b), 0, model->llm->config().n_layers, &prefix);
     }
-    for (int64_t b : mine) {
+    for (;;) {
       if (control::stop_requested()) {
         stopped = true;
         break;
       }
+      const int64_t b = claim_next();
+      if (b < 0) break;
       GraphGptBatch batch = collate(examples_of(b), s.tokenizer->pad_id());
       std::vector<std::vector<int32_t>> answers;
       {
@@ -409,7 +425,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
     io.prefix = shared.tokens;
     io.shares_prefix = shares_prefix;
     const PipelineDecodeStats stats =
-        decode_pipelined(model, rt, mine, slots, max_new_tokens, stop_id, device, cfg.model.bf16(), io);
+        decode_pipelined(model, rt, claim_next, slots, max_new_tokens, stop_id, device, cfg.model.bf16(), io);
     report_pipeline(stats, rt, slots);
   }
   stopped = stopped || control::stop_requested();
