@@ -177,8 +177,9 @@ std::optional<at::Generator> mask_generator(std::optional<uint64_t> seed) {
 
 }  // namespace
 
-torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
-                                        std::optional<uint64_t> dropout_seed) {
+std::pair<torch::Tensor, torch::Tensor> GraphEncoderImpl::checked_inputs(const torch::Tensor& x_in,
+                                                                         const torch::Tensor& edge_index,
+                                                                         bool edges_checked) const {
   const std::string where = "graph encoder input";
   if (!x_in.defined() || x_in.dim() != 2) {
     std::ostringstream ss;
@@ -194,12 +195,40 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
   const auto& w0 = first_weight();
   auto ei = edges_checked ? shaped_edge_index(edge_index, w0.device(), where)
                           : checked_edge_index(edge_index, x_in.size(0), w0.device(), where);
-  auto x = x_in.to(w0.device(), w0.scalar_type());
+  return {x_in.to(w0.device(), w0.scalar_type()), ei};
+}
+
+torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
+                                        std::optional<uint64_t> dropout_seed) {
+  const auto [x, ei] = checked_inputs(x_in, edge_index, edges_checked);
   return cfg_.is_gcn() ? forward_gcn(x, ei, dropout_seed) : forward_gt(x, ei, dropout_seed);
 }
 
+GraphEncoderImpl::EdgeShare GraphEncoderImpl::edge_share(const torch::Tensor& edge_index, int64_t n_nodes, int rank,
+                                                         int ranks) const {
+  const torch::Tensor ei = checked_edge_index(edge_index, n_nodes, edge_index.device(), "graph encoder input");
+  const torch::Tensor to = ei[cfg_.is_gcn() ? 1 : 0];
+  const torch::Tensor upto = torch::bincount(to, {}, n_nodes).cumsum(0);  // edges into nodes 0..v
+  const int64_t edges = to.size(0);
+  const auto first = [&](int q) {  // the first receiving node of rank q's range
+    return q == ranks ? n_nodes : upto.lt(edges * q / ranks).sum().item<int64_t>();
+  };
+  EdgeShare share;
+  share.first = first(rank);
+  share.last = first(rank + 1);
+  share.edge_index = ei.index_select(1, to.ge(share.first).logical_and(to.lt(share.last)).nonzero().squeeze(1));
+  return share;
+}
+
+torch::Tensor GraphEncoderImpl::forward_split(const torch::Tensor& x_in, const EdgeShare& mine, const SumOverRanks& sum) {
+  const auto [x, ei] = checked_inputs(x_in, mine.edge_index, false);
+  if (cfg_.is_gcn()) return forward_gcn(x, ei, std::nullopt, &sum, std::make_pair(mine.first, mine.last));
+  return forward_gt(x, ei, std::nullopt, &sum);
+}
+
 torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::Tensor& ei,
-                                           std::optional<uint64_t> dropout_seed) {
+                                           std::optional<uint64_t> dropout_seed, const SumOverRanks* sum) {
+  const auto total = [sum](const torch::Tensor& mine) { return sum ? (*sum)(mine) : mine; };
   const int64_t N = x.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
   auto rows = ei[0], cols = ei[1];
   const int64_t E = rows.size(0);
@@ -213,10 +242,11 @@ torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::
     auto k = torch::matmul(col_z, k_[i]).view({E, H, dh});
     auto v = torch::matmul(col_z, v_[i]).view({E, H, dh});
     auto att = (q * k).sum(-1).clamp(-10.0, 10.0).exp();  // [E, H]
+    // Over the edges into each node, which are all this rank's when edges are split by receiver.
     auto denom = torch::zeros({N, H}, att.options()).index_add(0, rows, att).index_select(0, rows);
     att = att / (denom + 1e-8);
     auto msg = (att.unsqueeze(-1) * v).reshape({E, D});
-    auto res = torch::zeros({N, D}, msg.options()).index_add(0, rows, msg) + z;
+    auto res = total(torch::zeros({N, D}, msg.options()).index_add(0, rows, msg)) + z;
     if (cfg_.att_norm) {
       res = torch::layer_norm(res, {D}, norm_w_[i], norm_b_[i], 1e-6);
     }
@@ -226,18 +256,20 @@ torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::
 }
 
 torch::Tensor GraphEncoderImpl::forward_gcn(const torch::Tensor& x, const torch::Tensor& ei,
-                                            std::optional<uint64_t> dropout_seed) {
+                                            std::optional<uint64_t> dropout_seed, const SumOverRanks* sum,
+                                            std::optional<std::pair<int64_t, int64_t>> loops_of) {
   const int64_t N = x.size(0);
+  const auto total = [sum](const torch::Tensor& mine) { return sum ? (*sum)(mine) : mine; };
   // add_remaining_self_loops: the edges that are not loops, then one loop per node.
   auto not_loop = ei[0].ne(ei[1]);
-  auto loops = torch::arange(N, ei.options());
+  auto loops = loops_of ? torch::arange(loops_of->first, loops_of->second, ei.options()) : torch::arange(N, ei.options());
   auto src = torch::cat({ei[0].masked_select(not_loop), loops});
   auto dst = torch::cat({ei[1].masked_select(not_loop), loops});
-  auto deg = torch::zeros({N}, x.options()).index_add(0, src, torch::ones(src.sizes(), x.options()));
+  auto deg = total(torch::zeros({N}, x.options()).index_add(0, src, torch::ones(src.sizes(), x.options())));
   auto inv_sqrt = deg.rsqrt();  // every node has its loop: deg >= 1
   auto weight = (inv_sqrt.index_select(0, src) * inv_sqrt.index_select(0, dst)).unsqueeze(1);
   auto propagate = [&](const torch::Tensor& h) {
-    return torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight);
+    return total(torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight));
   };
   auto gen = mask_generator(dropout_seed);
   auto h = torch::leaky_relu(torch::linear(propagate(dropout_of(x, cfg_.dropout, is_training(), gen)), gcn_w_[0], gcn_b_[0]),

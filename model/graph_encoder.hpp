@@ -36,6 +36,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +78,28 @@ class GraphEncoderImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& edge_index, bool edges_checked = false,
                         std::optional<uint64_t> dropout_seed = std::nullopt);
 
+  // Completes a per-node sum over edges that other ranks hold the rest of: the sum of every
+  // rank's tensor, in forward and, for the gradient, in backward.
+  using SumOverRanks = std::function<torch::Tensor(const torch::Tensor&)>;
+  // A rank's share of a graph for forward_split: the receiving nodes [first, last) (gt: row 0 of
+  // edge_index; gcn: row 1) whose sums over edges it computes, and the edges into them.
+  struct EdgeShare {
+    int64_t first = 0, last = 0;
+    torch::Tensor edge_index;
+  };
+  // Rank `rank` of `ranks`' share of a graph of n_nodes: ranges of receiving nodes in order, cut
+  // where each holds about 1/ranks of the edges, and the edges into its range in their order.
+  // InputError as forward on a malformed edge_index.
+  EdgeShare edge_share(const torch::Tensor& edge_index, int64_t n_nodes, int rank, int ranks) const;
+  // forward of a graph whose edges are split over ranks: x holds every node, `mine` this rank's
+  // edge_share, and each per-node sum that needs other ranks' edges (gt: each layer's messages;
+  // gcn: the degrees, which count leaving edges, and both propagations, with the self-loops of
+  // the range's nodes) goes through `sum`. Every rank gets every node's output while doing only
+  // its own edges' work, which is what the layers cost. Each node's sums are one rank's, added
+  // in the edges' order, so the output is forward's on the whole graph. Dropout from libtorch's
+  // global generator, as forward without a seed, over every node: each gets forward's mask.
+  torch::Tensor forward_split(const torch::Tensor& x, const EdgeShare& mine, const SumOverRanks& sum);
+
   // The dropout probability training mode applies ([model].encoder_dropout in the graph phases);
   // outside [0, 1) is an InputError naming `where`.
   void set_dropout(double p, const std::string& where = "graph encoder dropout");
@@ -103,8 +126,15 @@ class GraphEncoderImpl : public torch::nn::Module {
   void save_safetensors(const std::string& path) const;
 
  private:
-  torch::Tensor forward_gt(const torch::Tensor& x, const torch::Tensor& edge_index, std::optional<uint64_t> dropout_seed);
-  torch::Tensor forward_gcn(const torch::Tensor& x, const torch::Tensor& edge_index, std::optional<uint64_t> dropout_seed);
+  // x in the weights' dtype and device and edge_index checked, from forward's arguments.
+  std::pair<torch::Tensor, torch::Tensor> checked_inputs(const torch::Tensor& x, const torch::Tensor& edge_index,
+                                                         bool edges_checked) const;
+  // `sum`: forward_split's; `loops`: the nodes whose self-loops a gcn adds (all, in one process).
+  torch::Tensor forward_gt(const torch::Tensor& x, const torch::Tensor& edge_index,
+                           std::optional<uint64_t> dropout_seed, const SumOverRanks* sum = nullptr);
+  torch::Tensor forward_gcn(const torch::Tensor& x, const torch::Tensor& edge_index,
+                            std::optional<uint64_t> dropout_seed, const SumOverRanks* sum = nullptr,
+                            std::optional<std::pair<int64_t, int64_t>> loops = std::nullopt);
   const torch::Tensor& first_weight() const { return cfg_.is_gcn() ? gcn_w_[0] : w_p_w_; }
 
   GraphEncoderConfig cfg_;
