@@ -101,7 +101,7 @@ TEST(Grounding, LossFallsAndRetrievalBeatsChance) {
   gt::GraphEncoder enc(small_encoder());
   enc->init_weights(3);
   std::vector<double> logged_scale;
-  auto res = gt::train_grounding(enc, g, options(), [&](int64_t, double, double s) { logged_scale.push_back(s); });
+  auto res = gt::train_grounding(enc, g, options(), [&](const gt::GroundingStep& l) { logged_scale.push_back(l.logit_scale); });
   ASSERT_EQ(res.losses.size(), 120u);
   ASSERT_EQ(logged_scale.size(), 120u);
   const double first = std::accumulate(res.losses.begin(), res.losses.begin() + 10, 0.0) / 10;

@@ -12,6 +12,7 @@
 #include "common/rng.hpp"
 #include "data/text_features.hpp"
 #include "data/text_graph.hpp"
+#include "train/train_loop.hpp"
 
 namespace gt {
 namespace {
@@ -303,6 +304,8 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   std::vector<torch::Tensor> weights;
   for (auto& p : encoder->parameters()) weights.push_back(p.requires_grad_(true));
   for (auto& p : text->parameters()) weights.push_back(p);
+  std::vector<torch::Tensor> params = weights;  // everything trained, for the gradient norm
+  params.push_back(logit_scale);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(weights, std::make_unique<torch::optim::AdamWOptions>(
                                    torch::optim::AdamWOptions(opts.lr).weight_decay(opts.weight_decay)));
@@ -362,6 +365,7 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
       loss = loss + F::cross_entropy(logit_scale.exp() * torch::matmul(g, c.t()), target);
     }
     loss.backward();
+    const double grad_norm = std::sqrt(squared_grad_norm(params).item<double>());
     optim.step();
     {
       torch::NoGradGuard no_grad;
@@ -369,7 +373,7 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
     }
     const double l = loss.item<double>();
     result.losses.push_back(l);
-    if (log) log(step, l, logit_scale.item<double>());
+    if (log) log({step, l, logit_scale.item<double>(), grad_norm});
   }
   encoder->eval();
   text->eval();

@@ -105,8 +105,14 @@ struct GroundingResult {
 // True when some node of the graph has a title or text to ground in.
 bool has_node_texts(const TextGraph& graph);
 
-// Called after every step with (step from 1, loss, logit_scale).
-using GroundingLog = std::function<void(int64_t, double, double)>;
+// What train_grounding reports after every step: the step (from 1), its loss (before the
+// update), the logit scale after it (the log of the scale), and the norm of the whole gradient
+// (graph encoder, text encoder and logit scale).
+struct GroundingStep {
+  int64_t step = 0;
+  double loss = 0, logit_scale = 0, grad_norm = 0;
+};
+using GroundingLog = std::function<void(const GroundingStep&)>;
 
 // Trains `encoder` (in place, all its parameters) and a fresh BagOfWordsEncoder on `graph` with
 // the CLIP loss, AdamW, on the encoder's device; leaves the encoder in eval mode. The graph's

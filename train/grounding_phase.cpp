@@ -14,6 +14,7 @@
 #include "model/graph_encoder.hpp"
 #include "model/graph_encoder_folder.hpp"
 #include "train/grounding.hpp"
+#include "train/rank_report.hpp"
 
 namespace gt {
 namespace {
@@ -84,15 +85,26 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
                in.c_str(),
                opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes, each on its record's subgraph (" +
                                              cfg.data.instructions + ")").c_str());
-  double window = 0;
+  TrainLogFile log_file(cfg.job.out_dir);
+  // Each line the means over the steps since the last, as the other phases log them.
+  double loss_sum = 0, norm_sum = 0;
   int64_t in_window = 0;
-  GroundingResult r = train_grounding(encoder, graph, opts, [&](int64_t step, double loss, double scale) {
-    window += loss;
+  GroundingResult r = train_grounding(encoder, graph, opts, [&](const GroundingStep& s) {
+    loss_sum += s.loss;
+    norm_sum += s.grad_norm;
     ++in_window;
-    if (step % cfg.training.log_every == 0 || step == opts.steps) {
-      std::fprintf(stderr, "step %5lld/%lld | contrastive loss %.4f | logit scale %.2f\n", static_cast<long long>(step),
-                   static_cast<long long>(opts.steps), window / static_cast<double>(in_window), std::exp(scale));
-      window = 0;
+    if (s.step % cfg.training.log_every == 0 || s.step == opts.steps) {
+      StepLog line;
+      line.step = s.step;
+      line.loss = loss_sum / static_cast<double>(in_window);
+      line.lr = opts.lr;
+      line.grad_norm = norm_sum / static_cast<double>(in_window);
+      line.tokens_per_s = std::nan("");  // it reads nodes, not tokens
+      log_file.write(line);
+      std::fprintf(stderr, "step %5lld/%lld | contrastive loss %.4f | logit scale %.2f | grad norm %.3f\n",
+                   static_cast<long long>(s.step), static_cast<long long>(opts.steps), line.loss,
+                   std::exp(s.logit_scale), line.grad_norm);
+      loss_sum = norm_sum = 0;
       in_window = 0;
     }
   });

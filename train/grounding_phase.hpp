@@ -2,7 +2,8 @@
 // Phase `grounding`: GraphGPT's text-graph grounding as a training phase. Trains the graph
 // encoder (fresh, or [model].graph_encoder) on [data].graph with the CLIP loss of
 // train/grounding.hpp, and writes it as [job].out_dir/graph_encoder.safetensors under
-// GraphGPT's names: the file the graph phases take as [model].graph_encoder.
+// GraphGPT's names: the file the graph phases take as [model].graph_encoder. Each logged step's
+// loss and gradient norm go to train_log.jsonl, as in the other phases.
 // Keys used: [training] steps, batch_size (nodes per contrastive batch), seed, log_every;
 // [optimizer] lr, weight_decay.
 #include <c10/core/Device.h>
