@@ -8,10 +8,13 @@
 #include <numeric>
 #include <sstream>
 
+#include "comm/communicator.hpp"
 #include "common/error.hpp"
 #include "common/rng.hpp"
 #include "data/text_features.hpp"
 #include "data/text_graph.hpp"
+#include "parallel/grad_reducer.hpp"
+#include "parallel/tensor_parallel.hpp"
 #include "train/train_loop.hpp"
 
 namespace gt {
@@ -53,8 +56,7 @@ struct GraphInputs {
   torch::Tensor x, edge_index;
 };
 
-// All node features and every edge in both directions (the encoder sums messages into row 0).
-GraphInputs graph_inputs(const TextGraph& g, const GraphEncoder& encoder, const torch::Device& device) {
+void check_features(const TextGraph& g, const GraphEncoder& encoder) {
   if (g.feature_dim != encoder->config().gnn_input) {
     fail("grounding", "the graph '" + g.name + "' has " + std::to_string(g.feature_dim) +
                           "-wide node features, the graph encoder takes gnn_input=" +
@@ -64,6 +66,11 @@ GraphInputs graph_inputs(const TextGraph& g, const GraphEncoder& encoder, const 
     fail("grounding", "the graph '" + g.name + "' has " + std::to_string(g.features.size()) +
                           " feature values for " + std::to_string(g.num_nodes()) + " nodes");
   }
+}
+
+// All node features and every edge in both directions (the encoder sums messages into row 0).
+GraphInputs graph_inputs(const TextGraph& g, const GraphEncoder& encoder, const torch::Device& device) {
+  check_features(g, encoder);
   GraphInputs in;
   in.x = torch::from_blob(const_cast<float*>(g.features.data()), {g.num_nodes(), g.feature_dim}, torch::kFloat32)
              .to(device)
@@ -97,16 +104,33 @@ torch::Tensor eval_rows(GraphEncoder& encoder, const TextGraph& graph, const std
   return rows;
 }
 
+// Rows [lo, hi) of a batch of n rows split over `ranks`: contiguous, in rank order, the first
+// n % ranks ranks one row more.
+struct Share {
+  int64_t lo = 0, hi = 0;
+};
+
+Share share_of(int64_t n, int rank, int ranks) {
+  const int64_t base = n / ranks, extra = n % ranks;
+  const int64_t lo = rank * base + std::min<int64_t>(rank, extra);
+  return {lo, lo + base + (rank < extra ? 1 : 0)};
+}
+
 // The subgraphs side by side, as one graph: their features stacked, their edges shifted to
-// their rows; `centres` receives each one's first row.
-GraphInputs subgraph_batch(const TextGraph& g, const std::vector<const LabelledSubgraph*>& parts,
+// their rows; `centres` receives each one's first row. Only the edges of parts [mine.lo,
+// mine.hi) are kept: every part's rows are there, so the encoder draws the dropout mask one
+// process draws, and the kept parts' centres come out as in one process (the subgraphs are
+// disjoint) while the others, without edges, cost next to nothing.
+GraphInputs subgraph_batch(const TextGraph& g, const std::vector<const LabelledSubgraph*>& parts, Share mine,
                            const torch::Device& device, std::vector<int64_t>& centres) {
   std::vector<int64_t> rows, src, dst;
   centres.clear();
-  for (const LabelledSubgraph* p : parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LabelledSubgraph* p = parts[i];
     const auto base = static_cast<int64_t>(rows.size());
     centres.push_back(base);
     rows.insert(rows.end(), p->nodes.begin(), p->nodes.end());
+    if (static_cast<int64_t>(i) < mine.lo || static_cast<int64_t>(i) >= mine.hi) continue;
     for (size_t e = 0; e < p->edges[0].size(); ++e) {
       src.push_back(base + p->edges[0][e]);
       dst.push_back(base + p->edges[1][e]);
@@ -133,6 +157,32 @@ std::pair<torch::Tensor, torch::Tensor> class_text_batch(const TextGraph& graph,
     all.push_back(k);
   }
   return text_batch(words, all, device);
+}
+
+// `rows` (a whole batch's) with a gradient through this rank's share only. Every rank computes
+// the whole batch's loss, so the share's gradient is that loss's for those rows, and the
+// ranks' gradients summed are the loss's once. The other rows keep their values bit for bit.
+torch::Tensor own_rows(const torch::Tensor& rows, Share mine) {
+  return torch::cat({rows.narrow(0, 0, mine.lo).detach(), rows.narrow(0, mine.lo, mine.hi - mine.lo),
+                     rows.narrow(0, mine.hi, rows.size(0) - mine.hi).detach()});
+}
+
+// A batch of n rows that every rank computed its share_of: all of them, in batch order, this
+// rank's as given (with their gradient), the others' as gathered (without). The shares are
+// padded to the largest for the all-gather, which needs one shape on every rank.
+torch::Tensor batch_rows(const torch::Tensor& mine, int64_t n, Communicator* dp) {
+  const int ranks = dp ? dp->size() : 1;
+  if (ranks == 1) return mine;
+  const int64_t most = (n + ranks - 1) / ranks;
+  torch::Tensor padded = torch::zeros({most, mine.size(1)}, mine.options());
+  padded.narrow(0, 0, mine.size(0)).copy_(mine.detach());
+  const torch::Tensor all = dp->all_gather(padded);  // [ranks * most, D]
+  std::vector<torch::Tensor> parts;
+  for (int q = 0; q < ranks; ++q) {
+    const Share s = share_of(n, q, ranks);
+    parts.push_back(q == dp->rank() ? mine : all.narrow(0, q * most, s.hi - s.lo));
+  }
+  return torch::cat(parts);
 }
 
 }  // namespace
@@ -237,39 +287,24 @@ double grounding_class_accuracy(GraphEncoder& encoder, BagOfWordsEncoder& text_e
   return sim.argmax(1).eq(index_tensor(labels, device)).to(torch::kFloat64).mean().item<double>();
 }
 
-GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
-                                const GroundingLog& log) {
+void check_grounding(const GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts) {
   if (auto p = opts.problem(); !p.empty()) fail("grounding options", p);
   const int32_t n = graph.num_nodes();
   for (int32_t v : opts.labelled)
     if (v < 0 || v >= n)
       fail("grounding", "labelled node " + std::to_string(v) + " is not in the graph '" + graph.name + "' (" +
                             std::to_string(n) + " nodes)");
-  const bool texts = has_node_texts(graph);
-  if (!texts && opts.labelled.empty())
+  if (!has_node_texts(graph) && opts.labelled.empty())
     fail("grounding", "the graph '" + graph.name +
                           "' has no node titles or texts to ground the encoder in; give it labelled records "
                           "([data].instructions, node classification)");
-  const torch::Device device = device_of(encoder);
-  const auto in = graph_inputs(graph, encoder, device);
-
-  // Held-out nodes for the retrieval check; the rest feed the training batches.
-  Rng rng(opts.seed ^ 0x9e3779b97f4a7c15ull);
-  std::vector<int32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  auto shuffle = [&](std::vector<int32_t>& v) {
-    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(static_cast<uint32_t>(i))]);
-  };
-  shuffle(order);
+  check_features(graph, encoder);
   const int32_t n_hold = static_cast<int32_t>(std::llround(opts.holdout_frac * n));
   if (n_hold < 2 || n - n_hold < 2) {
     fail("grounding", "the graph '" + graph.name + "' has " + std::to_string(n) +
                           " nodes: too few to hold out nodes for retrieval (holdout_frac " +
                           std::to_string(opts.holdout_frac) + ") and train on the rest");
   }
-  std::vector<int32_t> heldout(order.begin(), order.begin() + n_hold), train(order.begin() + n_hold, order.end());
-  std::sort(heldout.begin(), heldout.end());
-  const int64_t batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(train.size()));
   if (!opts.subgraphs.empty() && opts.subgraphs.size() != opts.labelled.size())
     fail("grounding", std::to_string(opts.subgraphs.size()) + " subgraphs for " + std::to_string(opts.labelled.size()) +
                           " labelled nodes");
@@ -286,6 +321,39 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
           fail("grounding", "the subgraph of labelled node " + std::to_string(opts.labelled[i]) + " has an edge to " +
                                 std::to_string(e) + ", outside its " + std::to_string(sg.nodes.size()) + " nodes");
   }
+}
+
+GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
+                                const GroundingLog& log, Communicator* dp) {
+  check_grounding(encoder, graph, opts);
+  const int32_t n = graph.num_nodes();
+  const bool texts = has_node_texts(graph);
+  const torch::Device device = device_of(encoder);
+  const auto in = graph_inputs(graph, encoder, device);
+  const int rank = dp ? dp->rank() : 0, ranks = dp ? dp->size() : 1;
+  // On several ranks each runs the whole graph on its share of the edges, which are what the
+  // encoder's layers cost, completing each per-node sum over the others' (forward_split).
+  // Megatron's two operators (parallel/tensor_parallel.hpp), here over the dp group, sum in
+  // forward, and in backward too, since each rank's gradient of a sum is only its rows' part.
+  const GraphEncoderImpl::EdgeShare my_edges =
+      ranks > 1 ? encoder->edge_share(in.edge_index, n, rank, ranks) : GraphEncoderImpl::EdgeShare{};
+  const GraphEncoderImpl::SumOverRanks sum_over_ranks = [dp](const torch::Tensor& mine) {
+    return copy_to_tp(reduce_from_tp(mine, *dp), *dp);
+  };
+
+  // Held-out nodes for the retrieval check; the rest feed the training batches. The same
+  // sequence on every rank: each draws every batch and uses its share.
+  Rng rng(opts.seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto shuffle = [&](std::vector<int32_t>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(static_cast<uint32_t>(i))]);
+  };
+  shuffle(order);
+  const int32_t n_hold = static_cast<int32_t>(std::llround(opts.holdout_frac * n));
+  std::vector<int32_t> heldout(order.begin(), order.begin() + n_hold), train(order.begin() + n_hold, order.end());
+  std::sort(heldout.begin(), heldout.end());
+  const int64_t batch = std::min<int64_t>(opts.batch_nodes, static_cast<int64_t>(train.size()));
   // Positions into opts.labelled (and opts.subgraphs), reshuffled every pass.
   std::vector<int32_t> label_slot(opts.labelled.size());
   std::iota(label_slot.begin(), label_slot.end(), 0);
@@ -294,7 +362,9 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   std::vector<std::vector<int64_t>> words(n);
   for (int32_t i = 0; i < n; ++i) words[i] = hashed_word_ids(node_text(graph.nodes[i]), opts.text_buckets);
 
-  torch::manual_seed(opts.seed);  // dropout in the graph encoder
+  // Dropout in the graph encoder. Every rank draws every mask one process draws, over all the
+  // rows it draws them for, so each row gets its one-process mask wherever it is computed.
+  torch::manual_seed(opts.seed);
   BagOfWordsEncoder text(opts.text_buckets, opts.text_embed_dim, encoder->config().gnn_output);
   text->init_weights(opts.seed);
   text->to(device);
@@ -312,6 +382,16 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   groups.emplace_back(std::vector<torch::Tensor>{logit_scale},
                       std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(opts.lr).weight_decay(0)));
   torch::optim::AdamW optim(std::move(groups), torch::optim::AdamWOptions(opts.lr));
+  // The graph encoder's gradients are each rank's rows' part: summed over the ranks. The text
+  // encoder and the logit scale get the whole loss's gradient on every rank (every rank encodes
+  // every text), so they and AdamW's steps stay identical everywhere without a message. The
+  // sums run after backward (sync off): the all-reduces inside forward_split's backward must
+  // meet in one order on every rank, which bucket hooks firing among them would not promise.
+  std::unique_ptr<GradReducer> reducer;
+  if (ranks > 1) {
+    reducer = std::make_unique<GradReducer>(*dp, encoder->parameters(), int64_t{25} << 20);
+    reducer->set_sync(false);
+  }
 
   const auto [class_ids, class_offsets] = class_text_batch(graph, opts.text_buckets, device);
   namespace F = torch::nn::functional;
@@ -323,9 +403,10 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
   size_t cursor = train.size(), label_cursor = label_slot.size();
   std::vector<int32_t> nodes(static_cast<size_t>(batch)), label_nodes(static_cast<size_t>(label_batch));
   std::vector<int64_t> label_of(static_cast<size_t>(label_batch));
+  const Share mine = share_of(batch, rank, ranks), my_labels = share_of(label_batch, rank, ranks);
   for (int64_t step = 1; step <= opts.steps; ++step) {
     optim.zero_grad();
-    auto all = encoder->forward(in.x, in.edge_index);
+    auto all = ranks > 1 ? encoder->forward_split(in.x, my_edges, sum_over_ranks) : encoder->forward(in.x, in.edge_index);
     torch::Tensor loss = torch::zeros({}, all.options());
     if (texts) {
       if (cursor + static_cast<size_t>(batch) > train.size()) {
@@ -335,8 +416,8 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
       std::copy(train.begin() + cursor, train.begin() + cursor + batch, nodes.begin());
       cursor += static_cast<size_t>(batch);
       auto [ids, offsets] = text_batch(words, nodes, device);
-      loss = loss + clip_contrastive_loss(all.index_select(0, index_tensor(nodes, device)), text->forward(ids, offsets),
-                                          logit_scale);
+      loss = loss + clip_contrastive_loss(own_rows(all.index_select(0, index_tensor(nodes, device)), mine),
+                                          text->forward(ids, offsets), logit_scale);
     }
     if (label_batch > 0) {
       if (label_cursor + static_cast<size_t>(label_batch) > label_slot.size()) {
@@ -353,11 +434,14 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
       label_cursor += static_cast<size_t>(label_batch);
       torch::Tensor rows;
       if (parts.empty()) {
-        rows = all.index_select(0, index_tensor(label_nodes, device));
+        rows = own_rows(all.index_select(0, index_tensor(label_nodes, device)), my_labels);
       } else {
+        // Each rank encodes its share of the records' subgraphs; the centres travel.
         std::vector<int64_t> centres;
-        const GraphInputs sub = subgraph_batch(graph, parts, device, centres);
-        rows = encoder->forward(sub.x, sub.edge_index).index_select(0, torch::tensor(centres, torch::kInt64).to(device));
+        const GraphInputs sub = subgraph_batch(graph, parts, my_labels, device, centres);
+        const std::vector<int64_t> my_centres(centres.begin() + my_labels.lo, centres.begin() + my_labels.hi);
+        const torch::Tensor out = encoder->forward(sub.x, sub.edge_index);
+        rows = batch_rows(out.index_select(0, torch::tensor(my_centres, torch::kInt64).to(device)), label_batch, dp);
       }
       auto g = F::normalize(rows, F::NormalizeFuncOptions().dim(1));
       auto c = F::normalize(text->forward(class_ids, class_offsets), F::NormalizeFuncOptions().dim(1));
@@ -365,6 +449,7 @@ GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, c
       loss = loss + F::cross_entropy(logit_scale.exp() * torch::matmul(g, c.t()), target);
     }
     loss.backward();
+    if (reducer) reducer->finish();
     const double grad_norm = std::sqrt(squared_grad_norm(params).item<double>());
     optim.step();
     {

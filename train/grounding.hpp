@@ -23,6 +23,16 @@
 // does, and it is cheaper than one subgraph per node for the graphs this runs on (thousands of
 // nodes); it means held-out nodes' features take part in message passing (transductive), their
 // texts never enter a training batch.
+//
+// Data parallel (train_grounding with a dp group): every rank draws the same batches and masks
+// and computes the whole batch's loss, identical everywhere, from rows each rank computed a
+// share of: each runs the whole graph on its share of the edges, its per-node sums all-reduced
+// each layer (GraphEncoder::forward_split), so every rank holds every row; each rank encodes
+// its share of the labelled records' subgraphs and the centres are all-gathered. A rank's
+// graph-encoder gradient flows from its own share of the rows only, and the ranks' gradients
+// summed are the loss's. Every rank encodes every text (cheap), so the text encoder and the
+// logit scale get the loss's whole gradient everywhere and stay identical without a message.
+// The steps are one process's up to the order of additions (tests/cli/grounding_parallel.sh).
 #include <torch/types.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -37,6 +47,7 @@
 
 namespace gt {
 
+class Communicator;
 struct TextGraph;
 
 // The CLIP loss above. graph_emb, text_emb: [B, D] (not necessarily normalised), row i of each
@@ -107,20 +118,26 @@ bool has_node_texts(const TextGraph& graph);
 
 // What train_grounding reports after every step: the step (from 1), its loss (before the
 // update), the logit scale after it (the log of the scale), and the norm of the whole gradient
-// (graph encoder, text encoder and logit scale).
+// (graph encoder, text encoder and logit scale; summed over the ranks).
 struct GroundingStep {
   int64_t step = 0;
   double loss = 0, logit_scale = 0, grad_norm = 0;
 };
 using GroundingLog = std::function<void(const GroundingStep&)>;
 
+// What train_grounding refuses, checked alone (a job checks it before its ranks form their
+// groups): InputError on bad options, a feature width mismatch, fewer than 2 nodes on either
+// side, no texts and no labels, or labelled nodes and subgraphs that do not fit the graph.
+void check_grounding(const GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts);
+
 // Trains `encoder` (in place, all its parameters) and a fresh BagOfWordsEncoder on `graph` with
 // the CLIP loss, AdamW, on the encoder's device; leaves the encoder in eval mode. The graph's
 // features ([N, feature_dim]) must match the encoder's gnn_input. Seeds torch's global generator
 // with opts.seed (dropout): the same encoder weights, graph and options give the same result.
-// InputError on bad options, a feature width mismatch, or fewer than 2 nodes on either side.
+// With `dp` (every rank of it calls this with the same arguments) each step is split over its
+// ranks as above, and every rank ends with the same encoder. InputError as check_grounding.
 GroundingResult train_grounding(GraphEncoder& encoder, const TextGraph& graph, const GroundingOptions& opts,
-                                const GroundingLog& log = nullptr);
+                                const GroundingLog& log = nullptr, Communicator* dp = nullptr);
 
 // Text -> graph top-1 accuracy over `nodes` (each text's nearest graph embedding by cosine,
 // among the same nodes), with the encoder in eval mode and no gradient.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "comm/world.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "data/cora_ml.hpp"
@@ -13,6 +14,7 @@
 #include "data/metrics.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_encoder_folder.hpp"
+#include "parallel/parallel_runtime.hpp"
 #include "train/grounding.hpp"
 #include "train/rank_report.hpp"
 
@@ -41,10 +43,53 @@ void labelled_nodes(const std::string& path, const TextGraph& graph, GroundingOp
   }
 }
 
+// The run's first line (world rank 0): what is grounded in what, and on how many ranks.
+void report_start(const JobConfig& cfg, const TextGraph& graph, const GroundingOptions& opts, const GraphEncoder& encoder,
+                  const ParallelRuntime& rt) {
+  const std::string in = has_node_texts(graph) ? opts.labelled.empty() ? "their texts" : "their texts and the classes of "
+                                                : "the classes of ";
+  std::string ranks;
+  if (rt.shape.dp > 1)
+    ranks = ", on " + std::to_string(rt.shape.dp) + " data-parallel ranks (each a share of the graph's edges" +
+            (opts.labelled.empty() ? "" : " and of each batch's records") + ")";
+  std::fprintf(stderr,
+               "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s (dropout %g), %lld steps of %lld nodes, "
+               "grounded in %s%s%s\n",
+               graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
+               encoder->config().dropout, static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes),
+               in.c_str(),
+               opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes, each on its record's subgraph (" +
+                                             cfg.data.instructions + ")").c_str(),
+               ranks.c_str());
+}
+
+// graph_encoder.safetensors and the last line: the checks train_grounding made after training.
+void save_outputs(const JobConfig& cfg, const GraphEncoder& encoder, const GroundingResult& r,
+                  const GroundingOptions& opts, std::chrono::steady_clock::time_point t0) {
+  make_dirs(cfg.job.out_dir);
+  const std::string out = cfg.job.out_dir + "/graph_encoder.safetensors";
+  encoder->save_safetensors(out);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string checks;
+  if (!std::isnan(r.retrieval_accuracy)) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "held-out text->graph retrieval top-1 %.4f (chance %.4f, %lld nodes)",
+                  r.retrieval_accuracy, r.chance, static_cast<long long>(r.heldout_nodes));
+    checks = buf;
+  }
+  if (!opts.labelled.empty()) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%snearest class text = label on %.4f of the labelled nodes", checks.empty() ? "" : ", ",
+                  r.labelled_accuracy);
+    checks += buf;
+  }
+  std::fprintf(stderr, "graphtune: stage grounding done in %.1f s: %s; wrote %s\n", secs, checks.c_str(), out.c_str());
+}
+
 }  // namespace
 
-int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
-  auto t0 = std::chrono::steady_clock::now();
+int run_grounding_phase(const JobConfig& cfg, const World& world, const c10::Device& device) {
+  const auto t0 = std::chrono::steady_clock::now();
   if (!cfg.model.graph_encoder.empty() && !path_exists(cfg.model.graph_encoder))
     fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
   const TextGraph graph = load_graph(cfg.data.graph);
@@ -75,17 +120,11 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
   // In training mode throughout, the grounding takes [model].encoder_dropout where it is set,
   // else the encoder's own (0.1 for a fresh one, as GraphGPT's).
   if (cfg.model.encoder_dropout > 0) encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
-  const std::string in = has_node_texts(graph) ? opts.labelled.empty() ? "their texts" : "their texts and the classes of "
-                                                : "the classes of ";
-  std::fprintf(stderr,
-               "graphtune: stage grounding: graph '%s' (%d nodes), encoder %s (dropout %g), %lld steps of %lld nodes, "
-               "grounded in %s%s\n",
-               graph.name.c_str(), graph.num_nodes(), cfg.model.graph_encoder.empty() ? "fresh" : cfg.model.graph_encoder.c_str(),
-               encoder->config().dropout, static_cast<long long>(opts.steps), static_cast<long long>(opts.batch_nodes),
-               in.c_str(),
-               opts.labelled.empty() ? "" : (std::to_string(opts.labelled.size()) + " labelled nodes, each on its record's subgraph (" +
-                                             cfg.data.instructions + ")").c_str());
-  TrainLogFile log_file(cfg.job.out_dir);
+  check_grounding(encoder, graph, opts);  // on every rank alike, before the groups form
+  // No decoder layers to cut into stages: one empty one for the partition's arithmetic.
+  const ParallelRuntime rt = make_parallel_runtime(cfg.parallelism, world, StageWeights{{0}});
+  if (rt.reports()) report_start(cfg, graph, opts, encoder, rt);
+  TrainLogFile log_file(rt.reports() ? cfg.job.out_dir : "");
   // Each line the means over the steps since the last, as the other phases log them.
   double loss_sum = 0, norm_sum = 0;
   int64_t in_window = 0;
@@ -101,32 +140,17 @@ int run_grounding_phase(const JobConfig& cfg, const c10::Device& device) {
       line.grad_norm = norm_sum / static_cast<double>(in_window);
       line.tokens_per_s = std::nan("");  // it reads nodes, not tokens
       log_file.write(line);
-      std::fprintf(stderr, "step %5lld/%lld | contrastive loss %.4f | logit scale %.2f | grad norm %.3f\n",
-                   static_cast<long long>(s.step), static_cast<long long>(opts.steps), line.loss,
-                   std::exp(s.logit_scale), line.grad_norm);
+      if (rt.reports())
+        std::fprintf(stderr, "step %5lld/%lld | contrastive loss %.4f | logit scale %.2f | grad norm %.3f\n",
+                     static_cast<long long>(s.step), static_cast<long long>(opts.steps), line.loss,
+                     std::exp(s.logit_scale), line.grad_norm);
       loss_sum = norm_sum = 0;
       in_window = 0;
     }
-  });
+  }, rt.dp.get());
 
-  make_dirs(cfg.job.out_dir);
-  const std::string out = cfg.job.out_dir + "/graph_encoder.safetensors";
-  encoder->save_safetensors(out);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string checks;
-  if (!std::isnan(r.retrieval_accuracy)) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "held-out text->graph retrieval top-1 %.4f (chance %.4f, %lld nodes)",
-                  r.retrieval_accuracy, r.chance, static_cast<long long>(r.heldout_nodes));
-    checks = buf;
-  }
-  if (!opts.labelled.empty()) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "%snearest class text = label on %.4f of the labelled nodes", checks.empty() ? "" : ", ",
-                  r.labelled_accuracy);
-    checks += buf;
-  }
-  std::fprintf(stderr, "graphtune: stage grounding done in %.1f s: %s; wrote %s\n", secs, checks.c_str(), out.c_str());
+  if (rt.reports()) save_outputs(cfg, encoder, r, opts, t0);
+  rt.host.world->barrier();  // nobody exits (finalising MPI) while rank 0 still writes
   return 0;
 }
 

@@ -32,6 +32,14 @@ namespace {
 // Everything that can be wrong with the job itself, before any weight is read: the same on every
 // rank (same files, same flags), so only rank 0 says it.
 void check_job(const JobConfig& cfg, int world_size) {
+  // Phase grounding trains the graph encoder alone: its steps split over dp ranks only.
+  const bool grounding = cfg.training.stage == Phase::kGrounding;
+  if (grounding && cfg.parallelism.pp > 1)
+    fail(cfg.where("parallelism", "pp"), std::to_string(cfg.parallelism.pp) +
+                                             ": stage grounding has no LLM layers to cut into pipeline stages (use dp)");
+  if (grounding && cfg.parallelism.tp > 1)
+    fail(cfg.where("parallelism", "tp"), std::to_string(cfg.parallelism.tp) +
+                                             ": stage grounding has no projector to split over tensor-parallel ranks (use dp)");
   int64_t n_layers = cfg.model.n_layers, dim = cfg.model.dim;
   if (!cfg.model.path.empty()) {
     const LlamaConfig mc = read_model_config(cfg.model.path);  // the config only, no weights
@@ -47,16 +55,13 @@ void check_job(const JobConfig& cfg, int world_size) {
     fail(cfg.where("parallelism", "tp"), std::to_string(cfg.parallelism.tp) + " does not divide the projector's output, the LLM "
                                           "hidden size " + std::to_string(dim));
   find_resume_point(cfg);  // the checkpoint to resume from exists, is committed, and is this run's
-  if (world_size > 1 && cfg.training.stage == Phase::kGrounding)
-    fail(cfg.where("training", "stage"), "not supported yet: grounding on " + std::to_string(world_size) +
-                                              " ranks (run it with one)");
 }
 
 int run_phase(const JobConfig& cfg, const World& world, const c10::Device& device) {
   if (cfg.training.threads > 0) torch::set_num_threads(static_cast<int>(cfg.training.threads));
   switch (cfg.training.stage) {
     case Phase::kLm: return run_lm_phase(cfg, world, device);
-    case Phase::kGrounding: return run_grounding_phase(cfg, device);
+    case Phase::kGrounding: return run_grounding_phase(cfg, world, device);
     case Phase::kGraphMatching:
     case Phase::kTask: return run_graph_phase(cfg, world, device);
   }
