@@ -122,8 +122,9 @@ printf '[pipeline]\nstage1 = "stage1.toml"\nstage2 = "stage2.toml"\neval_instruc
 check "pipeline: stage 2 trains on from stage 1's adapter" bash -c \
   "grep 'train --config $TMP/stage2.toml' '$TMP/dry.out' | grep -q -- '--model.adapter $TMP/pipe/stage1/adapter'"
 check "pipeline: the graph evaluation applies stage 2's adapter, the text-only baseline none" bash -c \
-  "grep -- '--out $TMP/pipe/eval ' '$TMP/dry.out' | grep -q -- '--model.adapter $TMP/pipe/stage2/adapter' &&
-   ! grep -- '--out $TMP/pipe/eval_text_only' '$TMP/dry.out' | grep -q -- '--model.adapter'"
+  "grep -E -- '--eval.out_dir $TMP/pipe/eval( |\$)' '$TMP/dry.out' | grep -q -- '--model.adapter $TMP/pipe/stage2/adapter' &&
+   grep -q -- '--eval.out_dir $TMP/pipe/eval_text_only' '$TMP/dry.out' &&
+   ! grep -- '--eval.out_dir $TMP/pipe/eval_text_only' '$TMP/dry.out' | grep -q -- '--model.adapter'"
 
 # The planner counts the adapters: rank x (in + out) per target and layer, on the stage holding it.
 "$GT" plan -c "$ROOT/configs/graphgpt/stage1.toml" --model.path vicuna-7b --gpus 1x80GB --training.trainable projector \
