@@ -116,9 +116,10 @@ class NcclCommunicator final : public Communicator {
   // The communicator is non-blocking, so that connecting to a peer that never comes cannot
   // hang this thread inside NCCL: init, split and an enqueue may answer ncclInProgress, and
   // this polls until NCCL has settled, against the deadline counted from `start`.
-  void settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start);
+  // `comm`: the communicator whose state answers (default this one's).
+  void settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start, ncclComm_t comm = nullptr);
   // One poll's verdict on the deadline and NCCL's error state; ends the job when either failed.
-  void check_alive(const std::string& what, Clock::time_point start);
+  void check_alive(const std::string& what, Clock::time_point start, ncclComm_t comm = nullptr);
   // The watchdog thread: follows every launch in flight, whether or not a host thread waits
   // for it (Work::wait leaves the host free), and ends the job within one poll (50 ms) of a
   // launch passing the deadline or of NCCL reporting an error (a peer that died).
@@ -184,7 +185,21 @@ NcclCommunicator::NcclCommunicator(MPI_Comm mpi, bool owned, int device, double 
     config.blocking = 0;  // see settle()
     const auto start = Clock::now();
     if (parent) {
-      settle(ncclCommSplit(parent, color, key, &nccl_, &config), describe("ncclCommSplit", -1), start);
+      // Non-blocking, the split runs as the parent's pending operation (the parent refuses any
+      // other until it has settled), and NCCL writes the new handle only when that has ended,
+      // whatever the call returned (measured on NCCL 2.28: ncclSuccess, the handle still null).
+      // So the parent and the handle are awaited, then the new communicator's own setup.
+      const std::string what = describe("ncclCommSplit", -1);
+      ncclResult_t state = ncclCommSplit(parent, color, key, &nccl_, &config);
+      if (state != ncclInProgress) nccl_check(state, what.c_str(), parent);
+      state = ncclInProgress;
+      while (state == ncclInProgress || !__atomic_load_n(&nccl_, __ATOMIC_ACQUIRE)) {
+        check_alive(what, start, parent);  // ends the job on an NCCL error or past the deadline
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        ncclCommGetAsyncError(parent, &state);
+      }
+      nccl_check(state, what.c_str(), parent);
+      settle(ncclInProgress, what, start);
     } else {
       // Rank 0 broadcasts even when creating the id failed, with a flag, so that the other
       // ranks fail with it instead of waiting in MPI_Bcast forever.
@@ -349,21 +364,24 @@ std::shared_ptr<Launch> NcclCommunicator::launch(Enqueue enqueue, const std::str
   return l;
 }
 
-void NcclCommunicator::settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start) {
+void NcclCommunicator::settle(ncclResult_t enqueued, const std::string& what, Clock::time_point start,
+                              ncclComm_t comm) {
+  if (!comm) comm = nccl_;
   ncclResult_t state = enqueued;
   while (state == ncclInProgress) {
-    check_alive(what, start);  // ends the job on an NCCL error or past the deadline
+    check_alive(what, start, comm);  // ends the job on an NCCL error or past the deadline
     std::this_thread::sleep_for(std::chrono::microseconds(20));
-    ncclCommGetAsyncError(nccl_, &state);
+    ncclCommGetAsyncError(comm, &state);
   }
-  nccl_check(state, what.c_str(), nccl_);
+  nccl_check(state, what.c_str(), comm);
 }
 
-void NcclCommunicator::check_alive(const std::string& what, Clock::time_point start) {
+void NcclCommunicator::check_alive(const std::string& what, Clock::time_point start, ncclComm_t comm) {
+  if (!comm) comm = nccl_;
   ncclResult_t async = ncclSuccess;
-  ncclCommGetAsyncError(nccl_, &async);
+  ncclCommGetAsyncError(comm, &async);
   if (async != ncclSuccess && async != ncclInProgress)
-    abort_job(what + " failed: " + ncclGetErrorString(async) + " (" + ncclGetLastError(nccl_) + ")");
+    abort_job(what + " failed: " + ncclGetErrorString(async) + " (" + ncclGetLastError(comm) + ")");
   const double timeout = timeout_seconds();
   if (timeout > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= timeout) {
     char seconds[32];
