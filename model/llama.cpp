@@ -1,6 +1,8 @@
 #include "model/llama.hpp"
 
 #include <torch/torch.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/ops/_flash_attention_forward.h>
 
 #include <algorithm>
 #include <cmath>
@@ -116,6 +118,40 @@ KVCache LlamaImpl::new_cache(int64_t batch, int64_t capacity, int64_t first, int
   return c;
 }
 
+namespace {
+
+// The dtype attention runs in on q's device: q's own, or autocast's lower precision there.
+at::ScalarType attention_dtype(const torch::Tensor& q) {
+  const auto t = q.device().type();
+  return at::autocast::is_autocast_enabled(t) ? at::autocast::get_autocast_dtype(t) : q.scalar_type();
+}
+
+// Flash attention's variable-length kernel (flash_varlen_applies): each packed sequence causal
+// within its cumulative bounds (cu_seqlens). fp32 keeps the per-sequence path, exact against the
+// CPU. q [1, heads, T, hd], k and v [1, kv_heads, T, hd] (grouped-query heads taken as they are)
+// -> [1, T, heads, hd]. Autograd goes through aten's own derivative of the kernel.
+torch::Tensor flash_varlen_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                     const PackedLengths& packed) {
+  const auto dtype = attention_dtype(q);
+  auto rows = [dtype](const torch::Tensor& t) { return t.squeeze(0).transpose(0, 1).to(dtype).contiguous(); };
+  std::vector<int32_t> bounds{0};
+  int64_t longest = 0;
+  for (int64_t n : packed) {
+    bounds.push_back(bounds.back() + static_cast<int32_t>(n));
+    longest = std::max(longest, n);
+  }
+  const auto cu = torch::tensor(bounds, torch::dtype(torch::kInt32)).to(q.device(), /*non_blocking=*/true);
+  auto out = std::get<0>(at::_flash_attention_forward(rows(q), rows(k), rows(v), cu, cu, longest, longest, 0.0,
+                                                      /*is_causal=*/true, /*return_debug_mask=*/false));
+  return out.unsqueeze(0);
+}
+
+}  // namespace
+
+bool flash_varlen_applies(const torch::Device& device, at::ScalarType dtype, int64_t head_dim) {
+  return device.is_cuda() && head_dim <= 256 && head_dim % 8 == 0 && (dtype == at::kBFloat16 || dtype == at::kHalf);
+}
+
 torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
                                    KVCache* cache, int64_t pos0, const torch::Tensor& position_ids,
                                    const PackedLengths& packed) {
@@ -146,6 +182,10 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
     v = v.repeat_interleave(rep, 1);
   }
   torch::Tensor y;
+  if (!packed.empty() && flash_varlen_applies(q.device(), attention_dtype(q), hd)) {
+    y = flash_varlen_attention(q, k, v, packed);  // [B, T, heads, hd]
+    return project(layer, LoraTarget::kO, y.reshape({B, T, cfg_.dim}), o_[layer]);
+  }
   if (packed.empty()) {
     y = at::scaled_dot_product_attention(q, k, v, causal ? std::nullopt : std::optional<at::Tensor>(attn_mask), 0.0,
                                          causal, std::nullopt, /*enable_gqa=*/causal && rep > 1);

@@ -40,6 +40,11 @@ using PackedLengths = std::vector<int64_t>;
 // Each packed sequence's positions, 0 .. its length - 1, back to back: [1, sum] int64 on the host.
 torch::Tensor packed_positions(const PackedLengths& packed);
 
+// Whether packed sequences attend through flash attention's variable-length kernel (one launch
+// over all of them, bounded by their cumulative lengths): on CUDA, in fp16 or bf16, for head
+// sizes up to 256. Elsewhere each packed sequence attends on its own views.
+bool flash_varlen_applies(const torch::Device& device, at::ScalarType dtype, int64_t head_dim);
+
 // The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
 // end), the embeddings, the final norm and head. What it does not hold is never allocated: its
 // names stay, as empty tensors. `dtype` is the weights' storage type and `device` where they

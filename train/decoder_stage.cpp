@@ -19,8 +19,14 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
   const torch::Device device = llm->embedding_weight().device();  // an emptied weight keeps its device
   StageModel stage;
   stage.load = batches.load;
+  bool kernel_reported = !report;  // at the first micro-batch, which says whether records are packed
   stage.forward = [&](int64_t k, int64_t j, const torch::Tensor& input) {
     const DecoderMicroBatch b = batches.micro(k, j);
+    if (!kernel_reported) {
+      kernel_reported = true;
+      const LlamaConfig& mc = llm->config();
+      report_attention_kernel(rt, device, mc.n_heads, mc.n_kv_heads, mc.head_dim(), bf16, !b.packed.empty());
+    }
     // bf16: matmuls in bf16 from the fp32 master weights (or the bf16 frozen ones); the logits,
     // and so the loss, come out fp32.
     AutocastScope autocast(bf16, device.type());
@@ -30,10 +36,6 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
     return llm->head_loss_sum(x, b.labels);
   };
   StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, params, device);
-  if (report) {
-    const LlamaConfig& mc = llm->config();
-    report_attention_kernel(rt, device, mc.n_heads, mc.n_kv_heads, mc.head_dim(), bf16);
-  }
   auto log = run_train_loop(
       params.decay, params.no_decay, cfg.optimizer, cfg.lr_scheduler, cfg.training, steps,
       [&](int64_t step) { return runner.run(step, stage); }, [&] { return runner.grad_norm(); }, on_log, hooks);

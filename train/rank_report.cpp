@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
+#include "model/llama.hpp"
 #include "common/fs.hpp"
 #include "layout/schedule.hpp"
 #include "layout/schedule_sim.hpp"
@@ -61,8 +62,14 @@ void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
 }
 
 void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
-                             int64_t n_kv_heads, int64_t head_dim, bool bf16) {
+                             int64_t n_kv_heads, int64_t head_dim, bool bf16, bool packed) {
   if (!device.is_cuda()) return;
+  if (packed && flash_varlen_applies(device, bf16 ? at::kBFloat16 : at::kFloat, head_dim)) {
+    std::fprintf(stderr, "graphtune: rank %d: %s, attention flash_attention varlen (bf16, the packed records in one launch, "
+                 "%lld heads of %lld), TF32 %s\n", rt.world_rank, device.str().c_str(), static_cast<long long>(n_heads),
+                 static_cast<long long>(head_dim), at::globalContext().allowTF32CuBLAS() ? "on" : "off");
+    return;
+  }
   // The inputs of a training forward, as LlamaImpl::attention passes them: causal, no mask, the
   // key/value heads grouped. The choice depends on shapes, dtype and device, not on values.
   const auto opts = torch::TensorOptions().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32).device(device);
@@ -80,8 +87,9 @@ void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& dev
     case at::SDPBackend::overrideable: name = "overrideable"; break;
     case at::SDPBackend::error: name = "none (error)"; break;
   }
-  std::fprintf(stderr, "graphtune: rank %d: %s, attention %s (%s, causal, %lld heads of %lld), TF32 %s\n", rt.world_rank,
-               device.str().c_str(), name, bf16 ? "bf16" : "fp32", static_cast<long long>(n_heads),
+  std::fprintf(stderr, "graphtune: rank %d: %s, attention %s (%s, causal, %s%lld heads of %lld), TF32 %s\n", rt.world_rank,
+               device.str().c_str(), name, bf16 ? "bf16" : "fp32", packed ? "a call per packed record, " : "",
+               static_cast<long long>(n_heads),
                static_cast<long long>(head_dim), at::globalContext().allowTF32CuBLAS() ? "on" : "off");
 }
 

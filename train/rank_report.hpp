@@ -21,9 +21,10 @@ void report_layout(const ParallelRuntime& rt, const ParallelismSection& parallel
 void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner);
 // On a GPU (every rank): "graphtune: rank 0: cuda:0, attention flash_attention (bf16, causal,
 // 32 heads of 128), TF32 on": the kernel libtorch's scaled_dot_product_attention picks for this
-// model's training forward. Nothing on the CPU.
+// model's training forward, or flash attention's variable-length kernel for packed records in
+// bf16 (flash_varlen_applies). Nothing on the CPU.
 void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
-                             int64_t n_kv_heads, int64_t head_dim, bool bf16);
+                             int64_t n_kv_heads, int64_t head_dim, bool bf16, bool packed);
 // " | 2 skipped" for a log line whose window had skipped steps ([training].on_nonfinite); "" otherwise.
 std::string skipped_note(const StepLog& line);
 // Peak resident set size of this process, MiB (getrusage).
