@@ -9,7 +9,10 @@
 # workspace, the bf16 matmul peak; then graphtune's own steps on the GPU: greedy generation
 # against the golden text, a GraphGPT stage-1 job on CUDA against the same job on the CPU
 # (fp32, TF32 off), bf16 with TF32 learning, dp=2, pp=2 (GPipe, 1F1B) and tp=2 over NCCL
-# against one CUDA rank, the phase lm, eval, and what each rank's GPU held at its peak.
+# against one CUDA rank, packed records (flash attention's variable-length kernel in bf16)
+# against padded rows, the phase lm, eval on one rank and on two (dp, pp), what each rank's GPU
+# held at its peak, and the step at Vicuna-7B's layer shape against the PyTorch reference
+# (bench/layer_shape_step.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpu_check}
@@ -169,7 +172,7 @@ job g_cpu 1 --device cpu
 job g_cuda 1 --device cuda --training.tf32 false
 r=$(same g_cpu g_cuda 1e-4)
 row "GraphGPT stage 1 on CUDA vs the CPU (fp32, TF32 off, 3 steps)" "$(verdict "$r")" \
-  "$r; $(grep -o 'attention [a-z_ ()]*' "$G/g_cuda.txt" | head -1); $(gpu_peak "$G/g_cuda.txt")"
+  "$r; $(grep -o 'attention [^,]*' "$G/g_cuda.txt" | head -1); $(gpu_peak "$G/g_cuda.txt")"
 job g_bf16 1 --device cuda --model.dtype bf16
 close=$("$PY" -c "
 import json
@@ -178,6 +181,20 @@ a, b = l('$G/g_cuda'), l('$G/g_bf16')
 worst = max(abs(y - x) / x for x, y in zip(a, b))
 print(('PASS' if len(a) == len(b) == 3 and worst <= 2e-2 else 'FAIL') + f' worst relative loss difference {worst:.2e} (allowed 2e-2)')" 2>>"$LOG")
 row "bf16 autocast + TF32 vs fp32 on CUDA, 3 steps" "$(verdict "$close")" "$close; $(grep -o 'attention [a-z_]*' "$G/g_bf16.txt" | head -1)"
+# Packing on CUDA: fp32 runs each packed record's attention on its own (as on the CPU), bf16
+# runs flash attention's variable-length kernel over the packed row; each against padded rows.
+# The packed and padded attentions reduce in other orders on the GPU (other kernels, other
+# shapes), and AdamW's first steps scale such last-bit gradient differences up in the weights.
+job g_cuda_padded 1 --device cuda --training.tf32 false --training.packing false
+r=$(same g_cuda_padded g_cuda 1e-4)
+row "packed vs padded rows on CUDA (fp32, TF32 off)" "$(verdict "$r")" "$r"
+job g_bf16_padded 1 --device cuda --model.dtype bf16 --training.packing false
+close=$("$PY" -c "
+import json
+l = lambda d, k: [json.loads(x)[k] for x in open(d + '/train_log.jsonl')]
+worst = max(abs(y - x) / abs(x) for k in ('loss', 'grad_norm') for x, y in zip(l('$G/g_bf16_padded', k), l('$G/g_bf16', k)))
+print(('PASS' if len(l('$G/g_bf16', 'loss')) == 3 and worst <= 2e-2 else 'FAIL') + f' worst relative loss or gradient-norm difference {worst:.2e} (allowed 2e-2)')" 2>>"$LOG")
+row "flash varlen (packed, bf16) vs padded bf16 on CUDA" "$(verdict "$close")" "$close; $(grep -o 'attention [a-z_]* varlen' "$G/g_bf16.txt" | head -1)"
 job g_bf16_20 1 --device cuda --model.dtype bf16 --training.steps 20 --training.log_every 5 --training.max_grad_norm 1.0
 falling=$("$PY" -c "import json,sys; l=[json.loads(x)['loss'] for x in open('$G/g_bf16_20/train_log.jsonl')]; print('PASS' if l[-1] < l[0] else 'FAIL', ' '.join(f'{v:.4f}' for v in l))" 2>>"$LOG")
 row "bf16 + TF32 on CUDA, 20 steps: loss falls" "$(verdict "$falling")" "losses ${falling#* }"
@@ -200,7 +217,23 @@ capture "$G/eval_cpu.txt" timeout 150 "$W" "${EVAL[@]}" --device cpu --out "$G/e
 capture "$G/eval.txt" timeout 150 "$W" "${EVAL[@]}" --device cuda --out "$G/eval"
 row "eval --device cuda: the CPU's greedy answers" "$([ "$last_rc" -eq 0 ] && cmp -s "$G/eval/predictions.jsonl" "$G/eval_cpu/predictions.jsonl" && echo PASS || echo FAIL)" \
   "exit $last_rc, ${last_secs}s, $(grep -c '' "$G/eval/predictions.jsonl" 2>/dev/null) answers"
-row "stage-1 step at 7B layer shape: tokens/s, MFU" "NOT RUN" "not prepared yet (a random 7B-shape LLaMA folder, bench/make_llama_folder.py)"
+# Eval on two ranks sharing the GPU: data parallel over NCCL, and the two pipeline stages.
+for layout in "dp2 --parallelism.dp 2" "pp2 --parallelism.pp 2"; do
+  set -- $layout
+  name=$1; shift
+  capture "$G/eval_$name.txt" "${MPIRUN[@]}" -x GRAPHTUNE_TEST_SHARE_GPU=1 -np 2 "$own_host" "$W" "${EVAL[@]}" --device cuda "$@" \
+    --out "$G/eval_$name"
+  row "eval $name over NCCL (2 ranks, 1 GPU): one rank's answers" \
+    "$([ "$last_rc" -eq 0 ] && cmp -s "$G/eval/predictions.jsonl" "$G/eval_$name/predictions.jsonl" && echo PASS || echo FAIL)" \
+    "exit $last_rc, ${last_secs}s"
+done
+
+# The step at Vicuna-7B's layer shape (4 of its layers), bf16, against the PyTorch reference.
+capture "$OUT/layer_shape.txt" timeout 240 env DEVICE=cuda DTYPE=bf16 PEAK_TFLOPS="${peak:-}" GRAPHTUNE_BIN="$PACK/bin/graphtune" \
+  GRAPHTUNE_WORKER="$W" GRAPHTUNE_PYTHON="$PY" bench/layer_shape_step.sh "$G/layer_shape"
+L=$OUT/layer_shape.txt
+row "stage-1 step at Vicuna-7B's layer shape (4 layers, bf16)" "$([ "$last_rc" -eq 0 ] && echo MEASURED || echo FAIL)" \
+  "$(grep -hE '^graphtune packed +[0-9]' "$L" | tr -s ' '); $(grep -h '^graphtune packed /' "$L"); $(grep -h '^attention' "$L"); $(grep -h 'peak memory, graphtune packed' "$L" | sed 's/peak memory, graphtune packed: //') at peak, plan: $(grep -h '^graphtune plan' "$L" | sed 's/.*: //')"
 
 {
   echo "# graphtune GPU check, $(date -u +%Y-%m-%dT%H:%MZ)"
