@@ -12,10 +12,10 @@
 
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
-#include "model/llama.hpp"
 #include "common/fs.hpp"
 #include "layout/schedule.hpp"
 #include "layout/schedule_sim.hpp"
+#include "model/llama.hpp"
 #include "train/device_memory.hpp"
 #include "train/step_runner.hpp"
 
