@@ -1,41 +1,54 @@
 #!/usr/bin/env bash
-# tokens/s of the same GraphGPT training step (stage graph_matching, fp32, frozen LLM, projector
-# and <g_start>/<g_end> rows trained with AdamW) in graphtune and in the PyTorch reference
-# (bench/reference/train_step.py: transformers' LlamaForCausalLM), one process with 2 threads
-# and 2 processes with 1 thread each (graphtune dp=2 under mpirun; the reference under torchrun
-# with DDP over gloo), measured in one run so the rows compare. This machine may be shared:
-# read the ratios, not the absolute rates.
+# Records per second of the same GraphGPT training step (fp32, frozen LLM, projector and
+# <g_start>/<g_end> rows trained with AdamW) in graphtune and in two PyTorch references
+# (bench/reference/train_step.py: transformers' LlamaForCausalLM), on records of a realistic
+# length spread, in one run so the rows compare (this machine may be shared: read the ratios,
+# not the absolute rates):
+#   - "GraphGPT as shipped": batches in random order, each padded to its longest record;
+#   - "HF padding-free": the same batches through transformers' own DataCollatorWithFlattening
+#     (records back to back in one row, position ids restarting; its first batch's loss is
+#     checked equal to the padded one's);
+#   - graphtune with packed micro-batches (its default) and with padded rows
+#     ([training].packing false);
+# each on one process of 2 threads and on 2 processes of 1 thread (graphtune dp=2 under
+# mpirun; the references under torchrun with DDP over gloo). It prints the padding share of the
+# as-shipped batches and the share of the prompt prefix every record shares.
 #
-#   bench/reference_speed.sh [STEPS]        (default 6; graphtune's rate: median of steps 3..STEPS)
-#   env: BATCH (4 rows), DIM (512), LAYERS (8), FFN (1376), MAX_NODES (2 nodes per subgraph:
-#        records of ~600-750 tokens), PROFILE=N (the reference's N most expensive operators),
-#        FIXTURE_DIR (keep the bench model, records and job.toml there),
-#        GRAPHTUNE_WORKER, GRAPHTUNE_BIN, GRAPHTUNE_REF_DRIVER, GRAPHTUNE_PYTHON, GRAPHTUNE_ASSETS
+#   bench/reference_speed.sh [STEPS]        (default 6; rates over steps 3..STEPS)
+#   env: RECORDS (cora_ml_stage2: Cora-ML's node-classification records, an abstract each;
+#        cora_ml_stage1: its graph-matching records, lists of titles; embedded: the synthetic
+#        graph's graph matching with MAX_NODES nodes, the old short fixture), BATCH (8), DIM
+#        (512), LAYERS (8), FFN (1376), MAX_LEN (1024), MAX_NODES (2), PROFILE=N (the
+#        as-shipped reference's N most expensive operators), FIXTURE_DIR (keep the bench model,
+#        records and job.toml there), GRAPHTUNE_WORKER, GRAPHTUNE_BIN, GRAPHTUNE_REF_DRIVER,
+#        GRAPHTUNE_PYTHON, GRAPHTUNE_ASSETS
 #
 # The bench model is the wider LLaMA tests/test_graphgpt_reference.py checks graphtune against
 # (dim 512, 8 layers, 8 heads, 4 kv heads, FFN 1376, untied head, vocab 512 + 3), written by
-# transformers with random weights; tok512 is the tokenizer. tokens/s counts a batch's real
-# tokens (attention mask 1, padding excluded, all ranks together) per step, graphtune's
-# definition (train_log.jsonl). The job has exactly BATCH records, so every graphtune step is an
-# epoch of the same rows (reshuffled: under dp=2 a replica's two rows change); the reference
-# runs that batch as graphtune's own tests/graphgpt_reference_driver builds it, over and over
-# (its rate: median step after 2 warm-up steps), rank r of DDP rows [r*B/2, (r+1)*B/2).
+# transformers with random weights; tok512 is the tokenizer. The job has BATCH x (STEPS - 1)
+# records; graphtune draws its batches from them in random order (group_by_length off, as
+# GraphGPT does); the references take STEPS - 1 batches the trainer's own stream drew
+# (tests/graphgpt_reference_driver, a seed each) in turn. tokens/s counts real tokens (padding
+# excluded, all ranks together); records/s divides it by the records' mean length, so every
+# row counts the same work per record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-6}
 [ "$STEPS" -ge 4 ] || { echo "reference_speed: STEPS must be >= 4 (steps 1-2 are warm-up)"; exit 2; }
-BATCH=${BATCH:-4} DIM=${DIM:-512} LAYERS=${LAYERS:-8} FFN=${FFN:-1376} MAX_NODES=${MAX_NODES:-2}
+BATCH=${BATCH:-8} DIM=${DIM:-512} LAYERS=${LAYERS:-8} FFN=${FFN:-1376} MAX_NODES=${MAX_NODES:-2}
+RECORDS=${RECORDS:-cora_ml_stage2} MAX_LEN=${MAX_LEN:-1024}
+ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
 W=${GRAPHTUNE_WORKER:-build/worker/graphtune-worker}
 G=${GRAPHTUNE_BIN:-build/launcher/graphtune}
 DRIVER=${GRAPHTUNE_REF_DRIVER:-build/tests/graphgpt_reference_driver}
 PY=${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}
 TORCHRUN=$(dirname "$PY")/torchrun
-TOK=${GRAPHTUNE_ASSETS:-../shared/assets}/llm/tok512.bin
+TOK=$ASSETS/llm/tok512.bin
 for f in "$W" "$G" "$DRIVER" "$PY" "$TORCHRUN" "$TOK"; do
   [ -e "$f" ] || { echo "reference_speed: $f not found (build graphtune, run scripts/install-deps.sh)"; exit 2; }
 done
 # FIXTURE_DIR: keep the model, the records and the job there (bench/run.sh reuses them). A run
-# again in it writes each of them anew and replaces graphtune's two runs (--job.overwrite).
+# again in it writes each of them anew and replaces graphtune's runs (--job.overwrite).
 if [ -n "${FIXTURE_DIR:-}" ]; then
   T=$FIXTURE_DIR
   mkdir -p "$T"
@@ -61,8 +74,15 @@ cfg = LlamaConfig(vocab_size=512, hidden_size=dim, intermediate_size=ffn, num_hi
                   rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
 LlamaForCausalLM(cfg).save_pretrained(out, safe_serialization=True)
 EOF
-"$G" data build --graph embedded --task graph_matching --split train --max-nodes "$MAX_NODES" \
-  --max-records "$BATCH" --out "$T/gm.json" --overwrite >/dev/null 2>&1
+case "$RECORDS" in
+  cora_ml_stage2) GRAPH=$ASSETS/graph/cora_ml TASK=node_classification STAGE=task NODES=() ;;
+  cora_ml_stage1) GRAPH=$ASSETS/graph/cora_ml TASK=graph_matching STAGE=graph_matching NODES=() ;;
+  embedded) GRAPH=embedded TASK=graph_matching STAGE=graph_matching NODES=(--max-nodes "$MAX_NODES") ;;
+  *) echo "reference_speed: RECORDS must be cora_ml_stage2, cora_ml_stage1 or embedded"; exit 2 ;;
+esac
+NB=$((STEPS - 1))  # batches: graphtune's steps draw from NB x BATCH records, the references take NB
+"$G" data build --graph "$GRAPH" --task "$TASK" --split train "${NODES[@]}" --max-records $((NB * BATCH)) \
+  --out "$T/records.json" --overwrite >/dev/null 2>&1
 cat >"$T/job.toml" <<EOF
 [job]
 name = "reference-speed"
@@ -72,27 +92,54 @@ path = "$T/llm"
 tokenizer = "$TOK"
 dtype = "fp32"
 [data]
-instructions = "$T/gm.json"
-graph = "embedded"
-max_len = 1024
+instructions = "$T/records.json"
+graph = "$GRAPH"
+max_len = $MAX_LEN
 num_workers = 0
 [training]
-stage = "graph_matching"
+stage = "$STAGE"
 steps = $STEPS
 batch_size = $BATCH
 seed = 7
 trainable = "graphgpt"
 log_every = 1
 EOF
-"$DRIVER" "$T/job.toml" "$T/batch" >"$T/driver.out" 2>"$T/driver.err" ||
-  { echo "reference_speed: the driver failed:"; tail -5 "$T/driver.err"; exit 1; }
+batches=()
+for k in $(seq 1 "$NB"); do
+  "$DRIVER" "$T/job.toml" "$T/batch$k" --training.seed "$k" >"$T/driver.out" 2>"$T/driver.err" ||
+    { echo "reference_speed: the driver failed:"; tail -5 "$T/driver.err"; exit 1; }
+  batches+=("$T/batch$k")
+done
+# The as-shipped batches' padding, the records' mean length and the prompt prefix they all share
+# (the longest run of leading tokens common to every record).
+read -r PADDING MEAN_LEN PREFIX < <("$PY" - "${batches[@]}" <<'EOF'
+import sys
+from safetensors.torch import load_file
+real = cells = records = 0
+prefix = None
+for d in sys.argv[1:]:
+    b = load_file(d + "/graphtune.safetensors")
+    m, ids = b["attention_mask"], b["input_ids"]
+    real += int(m.sum()); cells += m.numel(); records += m.shape[0]
+    for row in ids.tolist():
+        prefix = row if prefix is None else prefix
+        n = 0
+        while n < min(len(prefix), len(row)) and prefix[n] == row[n]:
+            n += 1
+        prefix = prefix[:n]
+print(f"{1 - real / cells:.4f} {real / records:.1f} {len(prefix)}")
+EOF
+)
 echo "bench: LLaMA dim $DIM x $LAYERS layers (FFN $FFN, GQA $((DIM / 64))/$((DIM / 128)) heads, untied), fp32;" \
-  "$(sed 's/graphgpt reference driver: //' "$T/driver.out")"
+  "records $RECORDS ($TASK), $NB batches of $BATCH, mean $MEAN_LEN real tokens a record"
+awk -v p="$PADDING" -v l="$MEAN_LEN" -v x="$PREFIX" 'BEGIN {
+  printf "shares of the as-shipped steps'"'"' positions: padding %.1f%%, the prefix every record shares %.1f%% (%d tokens a record)\n",
+    100 * p, 100 * x / l * (1 - p), x }'
+echo "packed (graphtune, HF padding-free): padding 0%, the shared prefix $(awk -v l="$MEAN_LEN" -v x="$PREFIX" 'BEGIN {printf "%.1f%%", 100 * x / l}') (computed in every record: not cached in training yet)"
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the runs"
 
-# 2. the four runs, each compared pair back to back (the reference's 1 process with graphtune's,
-# graphtune's dp=2 with DDP) so a neighbour's load on a shared machine hits both sides alike;
-# the 1-minute load average before each run goes into the table.
+# 2. the runs, each pair back to back so a neighbour's load on a shared machine hits both sides
+# alike; the 1-minute load average before each run goes into the table.
 load() { cut -d' ' -f1 /proc/loadavg; }
 median_log() {  # graphtune: median tokens/s of steps 3..STEPS from rank 0's train_log.jsonl
   "$PY" -c 'import json, statistics, sys
@@ -100,46 +147,69 @@ rates = [json.loads(l)["tokens_per_s"] for l in open(sys.argv[1])][2:]
 print(f"{statistics.median(rates):.1f}")' "$1/train_log.jsonl"
 }
 rate() { grep -o 'tokens_per_s [0-9.]*' "$1" | cut -d' ' -f2; }
+declare -A R L
+ref() {  # ref NAME PROCS ARGS...: the reference, 1 process x 2 threads or DDP over 2 x 1
+  local name=$1 procs=$2; shift 2
+  L[$name]=$(load)
+  if [ "$procs" = 1 ]; then
+    "$PY" "$STEP_PY" --llm "$T/llm" --dir "${batches[@]}" --steps "$REF_STEPS" --threads 2 "$@" \
+      >"$T/$name.out" 2>"$T/$name.err" || { echo "reference $name failed:"; tail -5 "$T/$name.err"; exit 1; }
+  else
+    OMP_NUM_THREADS=1 timeout 900 "$TORCHRUN" --standalone --nproc_per_node 2 "$STEP_PY" --llm "$T/llm" \
+      --dir "${batches[@]}" --steps "$REF_STEPS" --threads 1 "$@" >"$T/$name.out" 2>"$T/$name.err" ||
+      { echo "reference $name failed:"; tail -5 "$T/$name.err"; exit 1; }
+  fi
+  R[$name]=$(rate "$T/$name.out")
+}
+gt() {  # gt NAME PROCS ARGS...: graphtune, 1 process x 2 threads or dp=2 over 2 x 1
+  local name=$1 procs=$2; shift 2
+  L[$name]=$(load)
+  if [ "$procs" = 1 ]; then
+    "$W" train -c "$T/job.toml" --training.threads 2 --job.out_dir "$T/$name" --job.overwrite true "$@" >/dev/null \
+      2>"$T/$name.err" || { echo "graphtune $name failed:"; tail -5 "$T/$name.err"; exit 1; }
+  else
+    "${MPIRUN[@]}" -np 2 "$W" -c "$T/job.toml" --parallelism.dp 2 --training.threads 1 --job.out_dir "$T/$name" \
+      --job.overwrite true "$@" >/dev/null 2>"$T/$name.err" || { echo "graphtune $name failed:"; tail -5 "$T/$name.err"; exit 1; }
+  fi
+  R[$name]=$(median_log "$T/$name")
+}
 profile=()
 [ -z "${PROFILE:-}" ] || profile=(--profile "$PROFILE")
-l_r1=$(load)
-"$PY" "$STEP_PY" --llm "$T/llm" --dir "$T/batch" --steps "$REF_STEPS" --threads 2 "${profile[@]}" \
-  >"$T/r1.out" 2>"$T/r1.err" || { echo "reference 1 process failed:"; tail -5 "$T/r1.err"; exit 1; }
-r1=$(rate "$T/r1.out")
-l_g1=$(load)
-"$W" train -c "$T/job.toml" --training.threads 2 --job.out_dir "$T/g1" --job.overwrite true >/dev/null 2>"$T/g1.err" ||
-  { echo "graphtune 1 process failed:"; tail -5 "$T/g1.err"; exit 1; }
-g1=$(median_log "$T/g1")
-l_g2=$(load)
-"${MPIRUN[@]}" -np 2 "$W" -c "$T/job.toml" --parallelism.dp 2 --training.threads 1 --job.out_dir "$T/g2" \
-  --job.overwrite true >/dev/null 2>"$T/g2.err" || { echo "graphtune dp=2 failed:"; tail -5 "$T/g2.err"; exit 1; }
-g2=$(median_log "$T/g2")
-l_r2=$(load)
-OMP_NUM_THREADS=1 timeout 600 "$TORCHRUN" --standalone --nproc_per_node 2 "$STEP_PY" --llm "$T/llm" --dir "$T/batch" \
-  --steps "$REF_STEPS" --threads 1 >"$T/r2.out" 2>"$T/r2.err" ||
-  { echo "reference DDP failed:"; tail -5 "$T/r2.err"; exit 1; }
-r2=$(rate "$T/r2.out")
+ref shipped1 1 "${profile[@]}"
+gt packed1 1
+ref flat1 1 --flatten
+gt padded1 1 --training.packing false
+ref shipped2 2
+gt packed2 2
+ref flat2 2 --flatten
+gt padded2 2 --training.packing false
 
 # 3. the table
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+per_record() { awk -v a="$1" -v l="$MEAN_LEN" 'BEGIN {printf "%.2f", a / l}'; }
 echo
-row() { printf "%-30s %12s %10s %14s %12s\n" "$@"; }
-row row "procs x thr" tokens/s "vs ref 1 proc" "load before"
-row "reference (transformers)" "1 x 2" "$r1" "1.00x" "$l_r1"
-row "graphtune" "1 x 2" "$g1" "$(ratio "$g1" "$r1")x" "$l_g1"
-row "graphtune dp=2 (mpirun)" "2 x 1" "$g2" "$(ratio "$g2" "$r1")x" "$l_g2"
-row "reference DDP (torchrun, gloo)" "2 x 1" "$r2" "$(ratio "$r2" "$r1")x" "$l_r2"
+row() { printf "%-30s %12s %10s %10s %14s %12s\n" "$@"; }
+row row "procs x thr" tokens/s records/s "vs as shipped" "load before"
+for procs in 1 2; do
+  thr=$([ "$procs" = 1 ] && echo "1 x 2" || echo "2 x 1")
+  base=${R[shipped$procs]}
+  for r in "shipped:GraphGPT as shipped" "flat:HF padding-free" "packed:graphtune" "padded:graphtune padded"; do
+    name=${r%%:*}$procs
+    row "${r#*:}" "$thr" "${R[$name]}" "$(per_record "${R[$name]}")" "$(ratio "${R[$name]}" "$base")x" "${L[$name]}"
+  done
+done
 echo
-verdict() { awk -v r="$1" 'BEGIN {print (r >= 1.15 ? "met" : "missed")}'; }
-t1=$(ratio "$g1" "$r1")
-t2=$(ratio "$g2" "$r2")
-echo "target graphtune 1 process >= 1.15x reference 1 process: ${t1}x $(verdict "$t1")"
-echo "target graphtune dp=2 >= 1.15x reference DDP 2 processes: ${t2}x $(verdict "$t2")"
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r >= t ? "met" : "missed")}'; }
+for procs in 1 2; do
+  what=$([ "$procs" = 1 ] && echo "1 process" || echo "dp=2")
+  t=$(ratio "${R[packed$procs]}" "${R[shipped$procs]}")
+  f=$(ratio "${R[packed$procs]}" "${R[flat$procs]}")
+  echo "target graphtune $what >= 1.3x GraphGPT as shipped: ${t}x $(verdict "$t" 1.3); ahead of HF padding-free: ${f}x $(verdict "$f" 1.0)"
+done
 echo
 echo "graphtune rank reports (dp=2):"
-grep -h 'rank [0-9]*: peak RSS' "$T/g2.err" | sed 's/^/  /'
-grep -h 'done in' "$T/g1.err" "$T/g2.err" | sed 's/^/  /'
-echo "reference: $(grep -h 'train_step:' "$T/r1.out")"
-echo "reference: $(grep -h 'train_step:' "$T/r2.out")"
-[ -z "${PROFILE:-}" ] || sed -n "/^profile of/,\$p" "$T/r1.out"
+grep -h 'rank [0-9]*: peak RSS' "$T/packed2.err" | sed 's/^/  /'
+grep -h 'done in' "$T/packed1.err" "$T/packed2.err" | sed 's/^/  /'
+for name in shipped1 flat1 shipped2 flat2; do echo "reference: $(grep -h 'train_step:' "$T/$name.out")"; done
+[ -z "${PROFILE:-}" ] || sed -n "/^profile of/,\$p" "$T/shipped1.out"
 echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) after the runs"

@@ -147,8 +147,13 @@ class GraphGpt(torch.nn.Module):
             x[row, start:start + n] = self.projector(self.encoder(feats, edge_index))
         return x
 
-    def forward(self, input_ids, attention_mask, graphs, labels=None):
-        return self.llm(inputs_embeds=self.embed(input_ids, graphs), attention_mask=attention_mask, labels=labels)
+    def forward(self, input_ids, attention_mask, graphs, labels=None, position_ids=None):
+        """attention_mask None with position_ids: sequences packed in one row, as transformers'
+        DataCollatorWithFlattening gives them. transformers keeps each to itself only without a KV
+        cache, which a frozen (eval-mode) model would otherwise make."""
+        packed = dict(position_ids=position_ids, use_cache=False) if position_ids is not None else {}
+        return self.llm(inputs_embeds=self.embed(input_ids, graphs), attention_mask=attention_mask, labels=labels,
+                        **packed)
 
 
 def graphs_of(dump):
