@@ -170,6 +170,12 @@ torch::Tensor dropout_of(const torch::Tensor& z, double p, bool training, std::o
 }
 
 // The generator every dropout mask of one forward is drawn from, in order (none: libtorch's global one).
+// A per-node sum over this rank's edges, completed over the others' where the edges are split
+// (forward_split), as it is in one process.
+torch::Tensor sum_over_ranks(const GraphEncoderImpl::SumOverRanks* sum, const torch::Tensor& mine) {
+  return sum ? (*sum)(mine) : mine;
+}
+
 std::optional<at::Generator> mask_generator(std::optional<uint64_t> seed) {
   if (!seed) return std::nullopt;
   return at::make_generator<at::CPUGeneratorImpl>(*seed);
@@ -228,7 +234,6 @@ torch::Tensor GraphEncoderImpl::forward_split(const torch::Tensor& x_in, const E
 
 torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::Tensor& ei,
                                            std::optional<uint64_t> dropout_seed, const SumOverRanks* sum) {
-  const auto total = [sum](const torch::Tensor& mine) { return sum ? (*sum)(mine) : mine; };
   const int64_t N = x.size(0), D = cfg_.att_d_model, H = cfg_.head, dh = D / H;
   auto rows = ei[0], cols = ei[1];
   const int64_t E = rows.size(0);
@@ -246,7 +251,7 @@ torch::Tensor GraphEncoderImpl::forward_gt(const torch::Tensor& x, const torch::
     auto denom = torch::zeros({N, H}, att.options()).index_add(0, rows, att).index_select(0, rows);
     att = att / (denom + 1e-8);
     auto msg = (att.unsqueeze(-1) * v).reshape({E, D});
-    auto res = total(torch::zeros({N, D}, msg.options()).index_add(0, rows, msg)) + z;
+    auto res = sum_over_ranks(sum, torch::zeros({N, D}, msg.options()).index_add(0, rows, msg)) + z;
     if (cfg_.att_norm) {
       res = torch::layer_norm(res, {D}, norm_w_[i], norm_b_[i], 1e-6);
     }
@@ -259,17 +264,16 @@ torch::Tensor GraphEncoderImpl::forward_gcn(const torch::Tensor& x, const torch:
                                             std::optional<uint64_t> dropout_seed, const SumOverRanks* sum,
                                             std::optional<std::pair<int64_t, int64_t>> loops_of) {
   const int64_t N = x.size(0);
-  const auto total = [sum](const torch::Tensor& mine) { return sum ? (*sum)(mine) : mine; };
   // add_remaining_self_loops: the edges that are not loops, then one loop per node.
   auto not_loop = ei[0].ne(ei[1]);
   auto loops = loops_of ? torch::arange(loops_of->first, loops_of->second, ei.options()) : torch::arange(N, ei.options());
   auto src = torch::cat({ei[0].masked_select(not_loop), loops});
   auto dst = torch::cat({ei[1].masked_select(not_loop), loops});
-  auto deg = total(torch::zeros({N}, x.options()).index_add(0, src, torch::ones(src.sizes(), x.options())));
+  auto deg = sum_over_ranks(sum, torch::zeros({N}, x.options()).index_add(0, src, torch::ones(src.sizes(), x.options())));
   auto inv_sqrt = deg.rsqrt();  // every node has its loop: deg >= 1
   auto weight = (inv_sqrt.index_select(0, src) * inv_sqrt.index_select(0, dst)).unsqueeze(1);
   auto propagate = [&](const torch::Tensor& h) {
-    return total(torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight));
+    return sum_over_ranks(sum, torch::zeros({N, h.size(1)}, h.options()).index_add(0, dst, h.index_select(0, src) * weight));
   };
   auto gen = mask_generator(dropout_seed);
   auto h = torch::leaky_relu(torch::linear(propagate(dropout_of(x, cfg_.dropout, is_training(), gen)), gcn_w_[0], gcn_b_[0]),

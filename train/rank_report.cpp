@@ -61,35 +61,38 @@ void report_rank_peak(const ParallelRuntime& rt, const StepRunner& runner) {
                  describe_device_memory(m).c_str());
 }
 
-void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
-                             int64_t n_kv_heads, int64_t head_dim, bool bf16, bool packed) {
-  if (!device.is_cuda()) return;
-  if (packed && flash_varlen_applies(device, bf16 ? at::kBFloat16 : at::kFloat, head_dim)) {
-    std::fprintf(stderr, "graphtune: rank %d: %s, attention flash_attention varlen (bf16, the packed records in one launch, "
-                 "%lld heads of %lld), TF32 %s\n", rt.world_rank, device.str().c_str(), static_cast<long long>(n_heads),
-                 static_cast<long long>(head_dim), at::globalContext().allowTF32CuBLAS() ? "on" : "off");
-    return;
-  }
-  // The inputs of a training forward, as LlamaImpl::attention passes them: causal, no mask, the
-  // key/value heads grouped. The choice depends on shapes, dtype and device, not on values.
+namespace {
+
+// The kernel scaled_dot_product_attention picks for a training forward's inputs, as
+// LlamaImpl::attention passes them: causal, no mask, the key/value heads grouped. The choice
+// depends on shapes, dtype and device, not on values.
+const char* sdpa_choice(const torch::Device& device, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, bool bf16) {
   const auto opts = torch::TensorOptions().dtype(bf16 ? torch::kBFloat16 : torch::kFloat32).device(device);
   const int64_t T = 128;
   const auto q = torch::zeros({1, n_heads, T, head_dim}, opts);
   const auto kv = torch::zeros({1, n_kv_heads, T, head_dim}, opts);
-  const auto choice = static_cast<at::SDPBackend>(
-      at::_fused_sdp_choice(q, kv, kv, std::nullopt, 0.0, /*is_causal=*/true, std::nullopt, n_kv_heads != n_heads));
-  const char* name = "unknown";
-  switch (choice) {
-    case at::SDPBackend::math: name = "math (unfused)"; break;
-    case at::SDPBackend::flash_attention: name = "flash_attention"; break;
-    case at::SDPBackend::efficient_attention: name = "efficient_attention"; break;
-    case at::SDPBackend::cudnn_attention: name = "cudnn_attention"; break;
-    case at::SDPBackend::overrideable: name = "overrideable"; break;
-    case at::SDPBackend::error: name = "none (error)"; break;
+  switch (static_cast<at::SDPBackend>(
+      at::_fused_sdp_choice(q, kv, kv, std::nullopt, 0.0, /*is_causal=*/true, std::nullopt, n_kv_heads != n_heads))) {
+    case at::SDPBackend::math: return "math (unfused)";
+    case at::SDPBackend::flash_attention: return "flash_attention";
+    case at::SDPBackend::efficient_attention: return "efficient_attention";
+    case at::SDPBackend::cudnn_attention: return "cudnn_attention";
+    case at::SDPBackend::overrideable: return "overrideable";
+    case at::SDPBackend::error: return "none (error)";
   }
+  return "unknown";
+}
+
+}  // namespace
+
+void report_attention_kernel(const ParallelRuntime& rt, const torch::Device& device, int64_t n_heads,
+                             int64_t n_kv_heads, int64_t head_dim, bool bf16, bool packed) {
+  if (!device.is_cuda()) return;
+  const bool varlen = packed && flash_varlen_applies(device, bf16 ? at::kBFloat16 : at::kFloat, head_dim);
+  const char* name = varlen ? "flash_attention varlen" : sdpa_choice(device, n_heads, n_kv_heads, head_dim, bf16);
+  const char* how = varlen ? "the packed records in one launch, " : packed ? "a call per packed record, " : "";
   std::fprintf(stderr, "graphtune: rank %d: %s, attention %s (%s, causal, %s%lld heads of %lld), TF32 %s\n", rt.world_rank,
-               device.str().c_str(), name, bf16 ? "bf16" : "fp32", packed ? "a call per packed record, " : "",
-               static_cast<long long>(n_heads),
+               device.str().c_str(), name, bf16 ? "bf16" : "fp32", how, static_cast<long long>(n_heads),
                static_cast<long long>(head_dim), at::globalContext().allowTF32CuBLAS() ? "on" : "off");
 }
 
