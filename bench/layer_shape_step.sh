@@ -3,11 +3,13 @@
 # trained) at a real LLM's layer shape with a few of its layers: Vicuna-7B's by default (dim
 # 4096, FFN 11008, 32 heads, no grouped-query attention), random weights that transformers
 # writes, llama2.c's 512-token tokenizer so records stay short to write. One run prints:
-#   - graphtune's tokens/s packed (the default) and padded ([training].packing false), and the
-#     MFU of the packed one: 4 x N x tokens/s (N: the decoder layers' parameters; a frozen LLM
-#     carries the gradient back to its inputs, not to its weights; attention's own FLOPs left
-#     out, so a lower bound) against PEAK_TFLOPS when given (the gpu check passes its measured
-#     bf16 matmul peak);
+#   - graphtune's tokens/s (the records' tokens) packed with the shared prompt prefix once (the
+#     default), packed with each record's own prefix ([training].share_prefix false) and padded
+#     ([training].packing false), and the MFU of each: 4 x N x tokens/s (N: the decoder layers'
+#     parameters; a frozen LLM carries the gradient back to its inputs, not to its weights;
+#     attention's own FLOPs left out, so a lower bound; with the prefix shared, the work the
+#     records would take, the useful MFU) against PEAK_TFLOPS when given (the gpu check passes
+#     its measured bf16 matmul peak);
 #   - the attention kernel graphtune's stage said it runs (on a GPU);
 #   - the device's peak memory against `graphtune plan`'s figure for the same job;
 #   - the PyTorch reference (bench/reference/llm_step.py) on the same device, dtype and tokens:
@@ -77,13 +79,14 @@ median_rate() {
 rates = [json.loads(l)["tokens_per_s"] for l in open(sys.argv[1])][2:]
 print(f"{statistics.median(rates):.1f}")' "$1/train_log.jsonl"
 }
-for mode in packed padded; do
-  "$W" train -c "$OUT/job.toml" --device "$DEVICE" --training.packing "$([ $mode = packed ] && echo true || echo false)" \
+for mode in packed unshared padded; do
+  "$W" train -c "$OUT/job.toml" --device "$DEVICE" --training.packing "$([ $mode = padded ] && echo false || echo true)" \
+    --training.share_prefix "$([ $mode = packed ] && echo true || echo false)" \
     --job.out_dir "$OUT/$mode" --job.overwrite true >"$OUT/$mode.log" 2>&1 ||
     { echo "layer_shape_step: graphtune $mode failed:"; tail -5 "$OUT/$mode.log"; exit 1; }
 done
-packed=$(median_rate "$OUT/packed") padded=$(median_rate "$OUT/padded")
-lengths=$(sed -n 's/.*rank 0 computed \([0-9]*\) tokens.*/\1/p' "$OUT/packed.log" | tail -1)
+packed=$(median_rate "$OUT/packed") unshared=$(median_rate "$OUT/unshared") padded=$(median_rate "$OUT/padded")
+lengths=$(sed -n "s/.*rank 0 computed [0-9]* tokens for its records' \([0-9]*\).*/\1/p" "$OUT/packed.log" | tail -1)
 mean_len=$(( ${lengths:-0} / (BATCH * STEPS) ))
 
 # 3. The reference on the same tokens: BATCH rows of the records' mean length.
@@ -99,26 +102,29 @@ ref_peak=$(sed -n 's/.*peak_mib \([0-9a-z.]*\).*/\1/p' "$OUT/reference.log")
   >"$OUT/plan.txt" 2>&1 || true
 plan_total=$(grep -o 'total [0-9.]* GiB' "$OUT/plan.txt" | head -1)
 
-"$PY" - "$OUT/llm/config.json" "$packed" "$padded" "$ref" "${PEAK_TFLOPS:-}" <<'EOF'
+"$PY" - "$OUT/llm/config.json" "$packed" "$unshared" "$padded" "$ref" "${PEAK_TFLOPS:-}" <<'EOF'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
 h, f, L = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
 kv = h // cfg["num_attention_heads"] * cfg["num_key_value_heads"]
 n = L * (2 * h * h + 2 * h * kv + 3 * h * f)
-packed, padded, ref = map(float, sys.argv[2:5])
-peak = float(sys.argv[5]) if sys.argv[5] else None
+packed, unshared, padded, ref = map(float, sys.argv[2:6])
+peak = float(sys.argv[6]) if sys.argv[6] else None
 def row(name, rate):
     tf = 4 * n * rate / 1e12
     mfu = f", MFU {tf / peak:.0%} of {peak:.0f}" if peak else ""
     print(f"{name:<28} {rate:>10.1f} tokens/s  {tf:7.1f} TFLOP/s{mfu}")
 print(f"model: dim {h}, FFN {f}, {cfg['num_attention_heads']} heads ({cfg['num_key_value_heads']} kv), {L} layers: N = {n / 1e6:.0f} M")
 row("graphtune packed", packed)
+row("graphtune packed, unshared", unshared)
 row("graphtune padded", padded)
 row("PyTorch reference (no pad)", ref)
-print(f"graphtune packed / padded {packed / padded:.2f}x, packed / reference {packed / ref:.2f}x")
+print(f"graphtune packed / padded {packed / padded:.2f}x, packed / unshared prefix {packed / unshared:.2f}x, "
+      f"packed / reference {packed / ref:.2f}x")
 EOF
 echo "attention: $(sed -n 's/^graphtune: rank 0: [^,]*, attention //p' "$OUT/packed.log" | head -1)"
 echo "records: $((BATCH * STEPS)) of mean ${mean_len} tokens; batch $BATCH"
+echo "tokens: $(sed -n 's/^graphtune: rank 0 computed //p' "$OUT/packed.log" | tail -1)"
 echo "peak memory, graphtune packed: $(grep -o '[a-z]*:0: [0-9.]* GiB allocated (peak), [0-9.]* GiB reserved' "$OUT/packed.log" | head -1)"
 echo "peak memory, graphtune padded: $(grep -o '[a-z]*:0: [0-9.]* GiB allocated (peak), [0-9.]* GiB reserved' "$OUT/padded.log" | head -1)"
 echo "peak memory, reference: ${ref_peak} MiB allocated"

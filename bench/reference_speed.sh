@@ -8,11 +8,13 @@
 #   - "HF padding-free": the same batches through transformers' own DataCollatorWithFlattening
 #     (records back to back in one row, position ids restarting; its first batch's loss is
 #     checked equal to the padded one's);
-#   - graphtune with packed micro-batches (its default) and with padded rows
-#     ([training].packing false);
+#   - graphtune with packed micro-batches and the prompt prefix each micro-batch's records share
+#     computed once (its default), packed with each record computing its own prefix
+#     ([training].share_prefix false), and with padded rows ([training].packing false);
 # each on one process of 2 threads and on 2 processes of 1 thread (graphtune dp=2 under
 # mpirun; the references under torchrun with DDP over gloo). It prints the padding share of the
-# as-shipped batches and the share of the prompt prefix every record shares.
+# as-shipped batches and the share of the prompt prefix every record shares, and what graphtune
+# computed of them.
 #
 #   bench/reference_speed.sh [STEPS]        (default 6; rates over steps 3..STEPS)
 #   env: RECORDS (cora_ml_stage2: Cora-ML's node-classification records, an abstract each;
@@ -135,7 +137,6 @@ echo "bench: LLaMA dim $DIM x $LAYERS layers (FFN $FFN, GQA $((DIM / 64))/$((DIM
 awk -v p="$PADDING" -v l="$MEAN_LEN" -v x="$PREFIX" 'BEGIN {
   printf "shares of the as-shipped steps'"'"' positions: padding %.1f%%, the prefix every record shares %.1f%% (%d tokens a record)\n",
     100 * p, 100 * x / l * (1 - p), x }'
-echo "packed (graphtune, HF padding-free): padding 0%, the shared prefix $(awk -v l="$MEAN_LEN" -v x="$PREFIX" 'BEGIN {printf "%.1f%%", 100 * x / l}') (computed in every record: not cached in training yet)"
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the runs"
 
 # 2. the runs, each pair back to back so a neighbour's load on a shared machine hits both sides
@@ -177,10 +178,12 @@ profile=()
 [ -z "${PROFILE:-}" ] || profile=(--profile "$PROFILE")
 ref shipped1 1 "${profile[@]}"
 gt packed1 1
+gt unshared1 1 --training.share_prefix false
 ref flat1 1 --flatten
 gt padded1 1 --training.packing false
 ref shipped2 2
 gt packed2 2
+gt unshared2 2 --training.share_prefix false
 ref flat2 2 --flatten
 gt padded2 2 --training.packing false
 
@@ -193,7 +196,8 @@ row row "procs x thr" tokens/s records/s "vs as shipped" "load before"
 for procs in 1 2; do
   thr=$([ "$procs" = 1 ] && echo "1 x 2" || echo "2 x 1")
   base=${R[shipped$procs]}
-  for r in "shipped:GraphGPT as shipped" "flat:HF padding-free" "packed:graphtune" "padded:graphtune padded"; do
+  for r in "shipped:GraphGPT as shipped" "flat:HF padding-free" "packed:graphtune" "unshared:graphtune, own prefixes" \
+           "padded:graphtune padded"; do
     name=${r%%:*}$procs
     row "${r#*:}" "$thr" "${R[$name]}" "$(per_record "${R[$name]}")" "$(ratio "${R[$name]}" "$base")x" "${L[$name]}"
   done
@@ -206,6 +210,8 @@ for procs in 1 2; do
   f=$(ratio "${R[packed$procs]}" "${R[flat$procs]}")
   echo "target graphtune $what >= 1.3x GraphGPT as shipped: ${t}x $(verdict "$t" 1.3); ahead of HF padding-free: ${f}x $(verdict "$f" 1.0)"
 done
+echo "computed, as shares of the as-shipped positions: HF padding-free: no padding, every record's prefix;" \
+  "graphtune: $(sed -n 's/.*packing left out the \([0-9.]*%\) of padded rows that is padding, the shared prompt prefix computed once a micro-batch another \([0-9.]*%\).*/no padding (\1 left out), the shared prefix once a micro-batch (\2 more left out)/p' "$T/packed1.err")"
 echo
 echo "graphtune rank reports (dp=2):"
 grep -h 'rank [0-9]*: peak RSS' "$T/packed2.err" | sed 's/^/  /'

@@ -191,6 +191,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   t.threads = r.get_int("training", "threads", t.threads);
   t.activation_checkpointing = r.get_bool("training", "activation_checkpointing", t.activation_checkpointing);
   t.packing = r.get_bool("training", "packing", t.packing);
+  t.share_prefix = r.get_bool("training", "share_prefix", t.share_prefix);
   if (t.threads < 0) r.reject("training", "threads", "must be >= 0 (0 = all cores)");
   in.at_most("training", "threads", t.threads, kMaxThreads);
   t.on_nonfinite =
@@ -294,6 +295,7 @@ ParallelismSection read_parallelism(SectionReader& in) {
   // `--parallelism.pp 2` alone is a working layout.
   p.microbatches =
       in.at_most("parallelism", "microbatches", in.positive("parallelism", "microbatches", p.pp), kMaxLayoutAxis);
+  p.balance_microbatches = r.get_bool("parallelism", "balance_microbatches", p.balance_microbatches);
   const std::string partition = r.get_string("parallelism", "partition", "balanced");
   if (partition != "balanced") p.partition = parse_layer_list(r, partition);
   p.bucket_mb = in.in_range("parallelism", "bucket_mb", p.bucket_mb, 1e-6, 1e6);

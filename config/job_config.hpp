@@ -99,6 +99,11 @@ struct TrainingSection {
   // kept within each record and its positions restarted, so no padding is computed
   // (loader/packed_batch.hpp); the loss and gradients are the padded batch's. false: padded rows.
   bool packing = true;
+  // Packed micro-batches: the prompt prefix most of a micro-batch's records begin with (the
+  // system prompt and the task's words before the first graph) packed and computed once, each
+  // of those records attending to it as to its own first positions (loader/packed_batch.hpp);
+  // the same loss and gradients. false: each record computes its own copy.
+  bool share_prefix = true;
   // A step whose loss or gradient norm is NaN or infinite (a bad record, an overflow): with
   // skip_step its update is not applied (all ranks skip the same step; counted and reported),
   // and the run aborts once max_skipped_in_a_row steps in a row were skipped (a diverged
@@ -179,6 +184,10 @@ struct ParallelismSection {
   int64_t dp = 1, pp = 1, tp = 1;
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int64_t microbatches = 1;  // unset in the config: pp
+  // The graph phases' packed micro-batches: a step's records dealt over its micro-batches so
+  // that each holds about the same tokens (loader/token_balance.hpp), which keeps a pipeline's
+  // stages evenly busy; the same result. false: micro-batches as the stream cuts them, by count.
+  bool balance_microbatches = true;
   // The first decoder layer of each stage ([parallelism].partition = "0,6,12"); empty for
   // "balanced", the partition by parameter count.
   std::vector<int> partition;

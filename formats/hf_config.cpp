@@ -45,7 +45,6 @@ const std::set<std::string> kGraphLlamaKeys = {
 const std::map<std::string, std::string> kUnsupportedKeys = {
     {"quantization_config", "quantized checkpoints are not supported"},
     {"auto_map", "models with custom code are not supported"},
-    {"sliding_window", "sliding-window attention is not supported"},
 };
 
 class ConfigReader {
@@ -88,14 +87,17 @@ class ConfigReader {
     if (!v.is_string()) bad(key, "must be a string (got " + v.dump() + ")");
     return v.get<std::string>();
   }
-  // A token id; transformers also allows a list (several end tokens): one element is fine.
-  std::optional<int64_t> token_id(const std::string& key) {
+  // A token id, or a list of them (Llama 3.x ends a turn with any of several): all of them.
+  std::vector<int64_t> token_ids(const std::string& key) {
     if (!has(key)) return {};
     const json& v = j_[key];
-    if (v.is_array() && v.size() == 1 && v[0].is_number_integer()) return v[0].get<int64_t>();
-    if (v.is_array()) bad(key, "lists several ids " + v.dump() + "; graphtune supports one");
-    if (!v.is_number_integer()) bad(key, "must be an integer (got " + v.dump() + ")");
-    return v.get<int64_t>();
+    std::vector<int64_t> out;
+    for (const json& x : v.is_array() ? v : json::array({v})) {
+      if (!x.is_number_integer()) bad(key, "must be an integer or a list of integers (got " + v.dump() + ")");
+      out.push_back(x.get<int64_t>());
+    }
+    if (out.empty()) bad(key, "is an empty list");
+    return out;
   }
   // Every key must be read, known harmless, or known unsupported.
   void check_unread() const {
@@ -118,19 +120,18 @@ class ConfigReader {
 };
 
 struct Rope {
-  double factor = 1.0;
+  double factor = 1.0;  // linear
+  Llama3Rope llama3;
   std::optional<double> theta;
 };
 
 // rope_scaling (transformers 4.x) or rope_parameters (5.x): {"type"/"rope_type", "factor",
-// "rope_theta" (5.x)}. Only "default" and "linear" are implemented.
+// "rope_theta" (5.x), and llama3's frequency keys}. "default", "linear" and "llama3" are
+// implemented.
 std::optional<Rope> read_rope(ConfigReader& r, const std::string& key) {
   if (!r.has(key)) return {};
   const json& o = r.at(key);
   if (!o.is_object()) r.bad(key, "must be an object or null (got " + o.dump() + ")");
-  for (const auto& [k, v] : o.items())
-    if (k != "type" && k != "rope_type" && k != "factor" && k != "rope_theta")
-      r.bad(key + "." + k, "not supported yet");
   std::string type;
   for (const char* k : {"rope_type", "type"}) {
     if (!o.contains(k)) continue;
@@ -140,13 +141,32 @@ std::optional<Rope> read_rope(ConfigReader& r, const std::string& key) {
     type = t;
   }
   if (type.empty()) r.bad(key, "has no 'type'");
-  if (type != "linear" && type != "default")
-    fail(r.path(), "not supported yet: " + key + " type '" + type + "'");
+  if (type != "linear" && type != "default" && type != "llama3")
+    fail(r.path(), "not supported yet: " + key + " type '" + type + "' (supported: default, linear, llama3)");
+  const std::set<std::string> llama3_keys = {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+  for (const auto& [k, v] : o.items())
+    if (k != "type" && k != "rope_type" && k != "factor" && k != "rope_theta" &&
+        !(type == "llama3" && llama3_keys.count(k)))
+      r.bad(key + "." + k, "not supported yet");
+  auto number = [&](const char* k) {
+    if (!o.contains(k) || !o[k].is_number()) r.bad(key, type + " scaling needs a numeric '" + k + "'");
+    return o[k].get<double>();
+  };
   Rope rope;
   if (type == "linear") {
-    if (!o.contains("factor") || !o["factor"].is_number()) r.bad(key, "linear scaling needs a numeric 'factor'");
-    rope.factor = o["factor"].get<double>();
+    rope.factor = number("factor");
     if (!(rope.factor >= 1.0)) r.bad(key, "factor must be >= 1 (got " + o["factor"].dump() + ")");
+  }
+  if (type == "llama3") {
+    Llama3Rope& l = rope.llama3;
+    l.factor = number("factor");
+    l.low_freq_factor = number("low_freq_factor");
+    l.high_freq_factor = number("high_freq_factor");
+    l.original_max_positions = static_cast<int64_t>(number("original_max_position_embeddings"));
+    if (!(l.factor >= 1.0) || !(l.low_freq_factor > 0) || !(l.high_freq_factor > l.low_freq_factor) ||
+        l.original_max_positions <= 0)
+      r.bad(key, "llama3 scaling needs factor >= 1, high_freq_factor > low_freq_factor > 0 and a positive "
+                 "original_max_position_embeddings (got " + o.dump() + ")");
   }
   if (o.contains("rope_theta")) {
     if (!o["rope_theta"].is_number()) r.bad(key + ".rope_theta", "must be a number");
@@ -171,12 +191,20 @@ LlamaConfig read_hf_config(const std::string& dir) {
   std::string model_type = r.string("model_type", "");
   // GraphGPT's released model: a LLaMA with its projector in the same files.
   const bool graphllama = model_type == "GraphLlama";
-  if (model_type != "llama" && !graphllama)
-    r.bad("model_type", "must be \"llama\" or GraphGPT's \"GraphLlama\" (got " +
+  // The families read as one decoder, and the architecture transformers names for each.
+  const std::map<std::string, std::pair<ModelFamily, const char*>> families = {
+      {"llama", {ModelFamily::kLlama, "LlamaForCausalLM"}},
+      {"GraphLlama", {ModelFamily::kLlama, "GraphLlamaForCausalLM"}},
+      {"qwen2", {ModelFamily::kQwen2, "Qwen2ForCausalLM"}},
+      {"mistral", {ModelFamily::kMistral, "MistralForCausalLM"}},
+  };
+  const auto family = families.find(model_type);
+  if (family == families.end())
+    r.bad("model_type", "must be \"llama\", \"qwen2\", \"mistral\" or GraphGPT's \"GraphLlama\" (got " +
                             (r.has("model_type") ? r.at("model_type").dump() : "nothing") + ")");
   if (r.has("architectures")) {
     const json& a = r.at("architectures");
-    const char* arch = graphllama ? "GraphLlamaForCausalLM" : "LlamaForCausalLM";
+    const char* arch = family->second.second;
     bool ok = a.is_array() && !a.empty();
     for (const auto& x : a) ok = ok && x == arch;
     require(r, "architectures", ok, std::string("must be [\"") + arch + "\"] (got " + a.dump() + ")");
@@ -184,6 +212,7 @@ LlamaConfig read_hf_config(const std::string& dir) {
 
   LlamaConfig cfg;
   cfg.graphllama = graphllama;
+  cfg.family = family->second.first;
   cfg.dim = r.integer("hidden_size");
   cfg.hidden_dim = r.integer("intermediate_size");
   cfg.n_layers = r.integer("num_hidden_layers");
@@ -193,16 +222,44 @@ LlamaConfig read_hf_config(const std::string& dir) {
   cfg.max_seq_len = r.integer("max_position_embeddings", 2048);  // transformers' default
   cfg.norm_eps = r.number("rms_norm_eps", 1e-6);                   // transformers' default
   cfg.tie_embeddings = r.boolean("tie_word_embeddings", false);
-  if (auto v = r.token_id("bos_token_id")) cfg.bos_id = *v;
-  if (auto v = r.token_id("eos_token_id")) cfg.eos_id = *v;
+  if (auto v = r.token_ids("bos_token_id"); !v.empty()) {
+    if (v.size() > 1) r.bad("bos_token_id", "lists several ids; a sequence begins with one");
+    cfg.bos_id = v[0];
+  }
+  // Llama 3.x lists <|end_of_text|>, <|eom_id|> and <|eot_id|>: the first is the model's end of
+  // sequence (generation stops at its tokenizer's end token).
+  if (auto v = r.token_ids("eos_token_id"); !v.empty()) cfg.eos_id = v[0];
   // pad_token_id is often null or -1; graphtune masks padding, so only a usable id is kept.
-  if (auto v = r.token_id("pad_token_id"); v && *v >= 0 && *v < cfg.vocab_size) cfg.pad_id = *v;
+  if (auto v = r.token_ids("pad_token_id"); v.size() == 1 && v[0] >= 0 && v[0] < cfg.vocab_size) cfg.pad_id = v[0];
 
   require(r, "hidden_act", r.string("hidden_act", "silu") == "silu", "must be \"silu\" (SwiGLU)");
   if (r.has("head_dim") && cfg.n_heads > 0)
     require(r, "head_dim", r.integer("head_dim") * cfg.n_heads == cfg.dim,
             "head_dim * num_attention_heads must equal hidden_size (got " + r.at("head_dim").dump() + ")");
-  require(r, "attention_bias", !r.boolean("attention_bias", false), "graphtune has no attention biases");
+  // LLaMA's attention_bias puts biases on q, k, v and o; Qwen2 has them on q, k and v always.
+  cfg.qkv_bias = cfg.o_bias = r.boolean("attention_bias", false);
+  if (cfg.family == ModelFamily::kQwen2) {
+    require(r, "attention_bias", !r.has("attention_bias"), "is not a Qwen2 key (its q, k and v always have biases)");
+    cfg.qkv_bias = true;
+    // Qwen2 windows attention only with use_sliding_window, and then only in the layers from
+    // max_window_layers on: every released Qwen2.5 leaves it off.
+    if (r.boolean("use_sliding_window", false))
+      fail(path, "not supported yet: key 'use_sliding_window' true (Qwen2's windowed layers); graphtune attends to "
+                 "every earlier position");
+    r.has("sliding_window");
+    r.has("max_window_layers");
+    if (r.has("layer_types")) {
+      const json& types = r.at("layer_types");
+      bool full = types.is_array();
+      for (const auto& t : types) full = full && t == "full_attention";
+      require(r, "layer_types", full,
+              "not supported yet: layers other than \"full_attention\" (got " + types.dump() + ")");
+    }
+  }
+  if (cfg.family == ModelFamily::kMistral && r.has("sliding_window")) {
+    cfg.sliding_window = r.integer("sliding_window");
+    require(r, "sliding_window", cfg.sliding_window > 0, "must be a positive integer or null");
+  }
   require(r, "mlp_bias", !r.boolean("mlp_bias", false), "graphtune has no MLP biases");
   require(r, "pretraining_tp", r.integer("pretraining_tp", 1) == 1, "only 1 is supported");
   require(r, "attention_dropout", r.number("attention_dropout", 0.0) == 0.0, "graphtune has no attention dropout");
@@ -219,6 +276,7 @@ LlamaConfig read_hf_config(const std::string& dir) {
   for (const auto& rope : {scaling, params}) {
     if (!rope) continue;
     cfg.rope_scaling_factor = rope->factor;
+    cfg.rope_llama3 = rope->llama3;
     if (rope->theta) {
       if (theta && *theta != *rope->theta) r.bad("rope_parameters", "rope_theta disagrees with the top-level rope_theta");
       theta = rope->theta;
@@ -235,12 +293,15 @@ LlamaConfig read_hf_config(const std::string& dir) {
 
 namespace hf_detail {
 
-// The keys transformers' LlamaConfig (4.x and 5.x) reads, in the 4.x spelling, which 5.x
-// still accepts; sorted like transformers' own output.
+// The keys transformers' config of the model's family (4.x and 5.x) reads, in the 4.x spelling,
+// which 5.x still accepts; sorted like transformers' own output.
 std::string config_json(const LlamaConfig& cfg, const std::string& torch_dtype) {
   json j;
-  j["architectures"] = {"LlamaForCausalLM"};
-  j["model_type"] = "llama";
+  const char* arch = cfg.family == ModelFamily::kQwen2     ? "Qwen2ForCausalLM"
+                     : cfg.family == ModelFamily::kMistral ? "MistralForCausalLM"
+                                                           : "LlamaForCausalLM";
+  j["architectures"] = {arch};
+  j["model_type"] = family_name(cfg.family);
   j["hidden_size"] = cfg.dim;
   j["intermediate_size"] = cfg.hidden_dim;
   j["num_hidden_layers"] = cfg.n_layers;
@@ -251,18 +312,34 @@ std::string config_json(const LlamaConfig& cfg, const std::string& torch_dtype) 
   j["max_position_embeddings"] = cfg.max_seq_len;
   j["rms_norm_eps"] = cfg.norm_eps;
   j["rope_theta"] = cfg.rope_theta;
-  j["rope_scaling"] = cfg.rope_scaling_factor == 1.0
-                          ? json(nullptr)
-                          : json{{"type", "linear"}, {"factor", cfg.rope_scaling_factor}};
+  if (cfg.rope_llama3.on()) {
+    const Llama3Rope& l = cfg.rope_llama3;
+    j["rope_scaling"] = json{{"rope_type", "llama3"}, {"factor", l.factor}, {"low_freq_factor", l.low_freq_factor},
+                             {"high_freq_factor", l.high_freq_factor},
+                             {"original_max_position_embeddings", l.original_max_positions}};
+  } else {
+    j["rope_scaling"] = cfg.rope_scaling_factor == 1.0 ? json(nullptr)
+                                                       : json{{"type", "linear"}, {"factor", cfg.rope_scaling_factor}};
+  }
   j["tie_word_embeddings"] = cfg.tie_embeddings;
   j["bos_token_id"] = cfg.bos_id;
   j["eos_token_id"] = cfg.eos_id;
   j["pad_token_id"] = cfg.pad_id;
   j["hidden_act"] = "silu";
-  j["attention_bias"] = false;
   j["attention_dropout"] = 0.0;
-  j["mlp_bias"] = false;
-  j["pretraining_tp"] = 1;
+  switch (cfg.family) {
+    case ModelFamily::kLlama:
+      j["attention_bias"] = cfg.qkv_bias;
+      j["mlp_bias"] = false;
+      j["pretraining_tp"] = 1;
+      break;
+    case ModelFamily::kQwen2:
+      j["use_sliding_window"] = false;
+      break;
+    case ModelFamily::kMistral:
+      j["sliding_window"] = cfg.sliding_window > 0 ? json(cfg.sliding_window) : json(nullptr);
+      break;
+  }
   j["initializer_range"] = 0.02;
   j["use_cache"] = true;
   j["torch_dtype"] = torch_dtype;
@@ -297,6 +374,12 @@ std::vector<TensorSpec> expected_llama_tensors(const LlamaConfig& cfg) {
     out.push_back({p + "self_attn.k_proj.weight", {KV, D}});
     out.push_back({p + "self_attn.v_proj.weight", {KV, D}});
     out.push_back({p + "self_attn.o_proj.weight", {D, QD}});
+    if (cfg.qkv_bias) {
+      out.push_back({p + "self_attn.q_proj.bias", {QD}});
+      out.push_back({p + "self_attn.k_proj.bias", {KV}});
+      out.push_back({p + "self_attn.v_proj.bias", {KV}});
+    }
+    if (cfg.o_bias) out.push_back({p + "self_attn.o_proj.bias", {D}});
     out.push_back({p + "mlp.gate_proj.weight", {H, D}});
     out.push_back({p + "mlp.up_proj.weight", {H, D}});
     out.push_back({p + "mlp.down_proj.weight", {D, H}});
@@ -326,7 +409,8 @@ void check_llama_tensors(const LlamaConfig& cfg, const std::map<std::string, Ten
       if (name == "lm_head.weight" && cfg.tie_embeddings) {
         it = expected.find("model.embed_tokens.weight");
       } else {
-        fail(f.file, "unexpected tensor '" + name + "' (not part of a LLaMA model with this config)");
+        fail(f.file, "unexpected tensor '" + name + "' (not part of a " + family_name(cfg.family) +
+                         " model with this config)");
       }
     }
     if (f.shape != it->second)

@@ -40,13 +40,29 @@ std::string LlamaConfig::problem() const {
   if (!(norm_eps > 0)) return "norm_eps must be positive";
   if (!(rope_theta > 0)) return "rope_theta must be positive";
   if (!(rope_scaling_factor >= 1.0)) return "linear rope scaling factor must be >= 1";
+  const Llama3Rope& l3 = rope_llama3;
+  if (l3.on() && (!(l3.factor >= 1.0) || !(l3.high_freq_factor > l3.low_freq_factor) || !(l3.low_freq_factor > 0) ||
+                  l3.original_max_positions <= 0))
+    return "llama3 rope scaling needs factor >= 1, high_freq_factor > low_freq_factor > 0 and a positive "
+           "original_max_position_embeddings";
+  if (sliding_window < 0) return "sliding_window must be >= 0";
   if (bos_id < 0 || bos_id >= vocab_size || eos_id < 0 || eos_id >= vocab_size)
     return "bos/eos ids outside the vocabulary";
   return "";
 }
 
+const char* family_name(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::kLlama: return "llama";
+    case ModelFamily::kQwen2: return "qwen2";
+    case ModelFamily::kMistral: return "mistral";
+  }
+  return "?";
+}
+
 int64_t LlamaConfig::num_parameters() const {
-  int64_t per_layer = 2 * dim + dim * dim * 2 + dim * kv_dim() * 2 + 3 * dim * hidden_dim;
+  int64_t per_layer = 2 * dim + dim * dim * 2 + dim * kv_dim() * 2 + 3 * dim * hidden_dim +
+                      (qkv_bias ? dim + 2 * kv_dim() : 0) + (o_bias ? dim : 0);
   return vocab_size * dim * (tie_embeddings ? 1 : 2) + n_layers * per_layer + dim;
 }
 

@@ -12,6 +12,22 @@ inline bool is_graphllama_tensor(const std::string& name) {
   return name.rfind("model.graph_projector.", 0) == 0 || name.rfind("model.graph_tower.", 0) == 0;
 }
 
+// Llama 3.x's rope_scaling "llama3": the rotary frequencies whose wavelength is longer than
+// original_max_positions / low_freq_factor divided by `factor`, those shorter than
+// original_max_positions / high_freq_factor kept, the band between blended (transformers'
+// _compute_llama3_parameters).
+struct Llama3Rope {
+  double factor = 0;  // 0: not used
+  double low_freq_factor = 1, high_freq_factor = 4;
+  int64_t original_max_positions = 8192;
+  bool on() const { return factor > 0; }
+};
+
+// The Hugging Face families read as this one decoder: they differ in config keys, biases and
+// defaults, not in how a layer computes.
+enum class ModelFamily { kLlama, kQwen2, kMistral };
+const char* family_name(ModelFamily f);  // "llama", "qwen2", "mistral": config.json's model_type
+
 struct LlamaConfig {
   int64_t dim = 0;          // hidden size
   int64_t n_layers = 0;
@@ -23,6 +39,14 @@ struct LlamaConfig {
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   double rope_scaling_factor = 1.0;  // linear RoPE scaling: positions divided by this
+  Llama3Rope rope_llama3;
+  ModelFamily family = ModelFamily::kLlama;
+  // Biases on the q, k and v projections (Qwen2; LLaMA's attention_bias), and on o (LLaMA's).
+  bool qkv_bias = false, o_bias = false;
+  // Mistral's sliding window (0: none): each position attends to the last this many. graphtune
+  // attends to every earlier position, which is the same while no sequence is longer than the
+  // window; a longer one is refused (LlamaImpl).
+  int64_t sliding_window = 0;
   bool tie_embeddings = false;       // output head shares the token embedding
   int64_t bos_id = 1, eos_id = 2, pad_id = 0;
   // GraphGPT's keys a Hugging Face config.json carries (graph_hidden_size, graph_tower, ...):

@@ -24,10 +24,18 @@ struct KnownShape {
   const char* name;
   int64_t dim, n_layers, n_heads, n_kv_heads, hidden_dim, vocab_size;
   bool tied;
+  ModelFamily family = ModelFamily::kLlama;
+  bool qkv_bias = false;
 };
 
+// From each model's config.json on the Hugging Face Hub.
 constexpr KnownShape kKnownShapes[] = {
     {"vicuna-7b", 4096, 32, 32, 32, 11008, 32000, false},
+    {"llama3-8b", 4096, 32, 32, 8, 14336, 128256, false},  // Llama 3 and 3.1 8B (Instruct too)
+    {"llama3.2-3b", 3072, 28, 24, 8, 8192, 128256, true},
+    {"qwen2.5-7b", 3584, 28, 28, 4, 18944, 152064, false, ModelFamily::kQwen2, true},
+    {"qwen2.5-1.5b", 1536, 28, 12, 2, 8960, 151936, true, ModelFamily::kQwen2, true},
+    {"mistral-7b", 4096, 32, 32, 8, 14336, 32768, false, ModelFamily::kMistral},  // v0.3
     {"smollm2", 576, 30, 9, 3, 1536, 49152, true},
     {"stories260K", 64, 5, 8, 4, 172, 512, true},  // ../shared/assets/llm/stories260K.bin's header
 };
@@ -52,6 +60,7 @@ std::optional<LlamaConfig> known_model_shape(const std::string& name) {
     LlamaConfig c;
     c.dim = k.dim, c.n_layers = k.n_layers, c.n_heads = k.n_heads, c.n_kv_heads = k.n_kv_heads;
     c.hidden_dim = k.hidden_dim, c.vocab_size = k.vocab_size, c.tie_embeddings = k.tied;
+    c.family = k.family, c.qkv_bias = k.qkv_bias;
     return c;
   }
   return std::nullopt;

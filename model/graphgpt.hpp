@@ -48,7 +48,7 @@ struct GraphGptBatch {
   torch::Tensor attention_mask;  // [B, T] int64: 1 real token, 0 padding
   std::vector<GraphInput> graphs;
   std::vector<std::string> ids;  // record ids, for messages
-  PackedLengths packed;          // packed: each record's tokens, in order; empty: a row each
+  PackedRecords packed;          // packed: the records' layout in the row; empty: a row each
   // Every graph's span and edges were checked on the host (GraphGptImpl::prepare), so embed does
   // not read them back from the device to check them again.
   bool checked = false;

@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 #include <ATen/autocast_mode.h>
-#include <ATen/ops/_flash_attention_forward.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +10,7 @@
 #include "model/activation_checkpoint.hpp"
 #include "model/host_to_device.hpp"
 #include "model/named_weights.hpp"
+#include "model/packed_attention.hpp"
 
 namespace gt {
 
@@ -33,7 +33,8 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 LlamaImpl::LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage) : cfg_(cfg), stage_(stage) {
   if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
   if (stage_.last < 0) stage_.last = cfg.n_layers;
-  rope_ = std::make_shared<RopeTables>(cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling_factor, cfg.max_seq_len);
+  rope_ = std::make_shared<RopeTables>(cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling_factor, cfg.max_seq_len,
+                                       cfg.rope_llama3);
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   // Each weight at its shape if this stage holds it, else empty: never allocated.
   auto add = [&](const std::string& name, std::vector<int64_t> shape) {
@@ -49,6 +50,10 @@ LlamaImpl::LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage) : cfg_(cfg
     k_.push_back(add(p + "self_attn.k_proj.weight", {KV, D}));
     v_.push_back(add(p + "self_attn.v_proj.weight", {KV, D}));
     o_.push_back(add(p + "self_attn.o_proj.weight", {D, D}));
+    q_bias_.push_back(cfg.qkv_bias ? add(p + "self_attn.q_proj.bias", {D}) : torch::Tensor());
+    k_bias_.push_back(cfg.qkv_bias ? add(p + "self_attn.k_proj.bias", {KV}) : torch::Tensor());
+    v_bias_.push_back(cfg.qkv_bias ? add(p + "self_attn.v_proj.bias", {KV}) : torch::Tensor());
+    o_bias_.push_back(cfg.o_bias ? add(p + "self_attn.o_proj.bias", {D}) : torch::Tensor());
     ffn_norm_.push_back(add(p + "post_attention_layernorm.weight", {D}));
     gate_.push_back(add(p + "mlp.gate_proj.weight", {H, D}));
     up_.push_back(add(p + "mlp.up_proj.weight", {H, D}));
@@ -126,42 +131,24 @@ at::ScalarType attention_dtype(const torch::Tensor& q) {
   return at::autocast::is_autocast_enabled(t) ? at::autocast::get_autocast_dtype(t) : q.scalar_type();
 }
 
-// Flash attention's variable-length kernel (flash_varlen_applies): each packed sequence causal
-// within its cumulative bounds (cu_seqlens). fp32 keeps the per-sequence path, exact against the
-// CPU. q [1, heads, T, hd], k and v [1, kv_heads, T, hd] (grouped-query heads taken as they are)
-// -> [1, T, heads, hd]. Autograd goes through aten's own derivative of the kernel.
-torch::Tensor flash_varlen_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                     const PackedLengths& packed) {
-  const auto dtype = attention_dtype(q);
-  auto rows = [dtype](const torch::Tensor& t) { return t.squeeze(0).transpose(0, 1).to(dtype).contiguous(); };
-  std::vector<int32_t> bounds{0};
-  int64_t longest = 0;
-  for (int64_t n : packed) {
-    bounds.push_back(bounds.back() + static_cast<int32_t>(n));
-    longest = std::max(longest, n);
-  }
-  const auto cu = torch::tensor(bounds, torch::dtype(torch::kInt32)).to(q.device(), /*non_blocking=*/true);
-  auto out = std::get<0>(at::_flash_attention_forward(rows(q), rows(k), rows(v), cu, cu, longest, longest, 0.0,
-                                                      /*is_causal=*/true, /*return_debug_mask=*/false));
-  return out.unsqueeze(0);
-}
-
 }  // namespace
-
-bool flash_varlen_applies(const torch::Device& device, at::ScalarType dtype, int64_t head_dim) {
-  return device.is_cuda() && head_dim <= 256 && head_dim % 8 == 0 && (dtype == at::kBFloat16 || dtype == at::kHalf);
-}
 
 torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& attn_mask,
                                    KVCache* cache, int64_t pos0, const torch::Tensor& position_ids,
-                                   const PackedLengths& packed) {
+                                   const PackedAttention* packed) {
   const int64_t B = x.size(0), T = x.size(1), hd = cfg_.head_dim();
-  auto q = project(layer, LoraTarget::kQ, x, q_[layer]).view({B, T, cfg_.n_heads, hd}).transpose(1, 2);
-  auto k = project(layer, LoraTarget::kK, x, k_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
-  auto v = project(layer, LoraTarget::kV, x, v_[layer]).view({B, T, cfg_.n_kv_heads, hd}).transpose(1, 2);
+  auto heads = [&](LoraTarget t, const torch::Tensor& w, const torch::Tensor& b, int64_t n) {
+    return project(layer, t, x, w, b).view({B, T, n, hd}).transpose(1, 2);
+  };
+  auto q = heads(LoraTarget::kQ, q_[layer], q_bias_[layer], cfg_.n_heads);
+  auto k = heads(LoraTarget::kK, k_[layer], k_bias_[layer], cfg_.n_kv_heads);
+  auto v = heads(LoraTarget::kV, v_[layer], v_bias_[layer], cfg_.n_kv_heads);
 
-  // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions.
-  const auto [cos, sin] = rope_->get(pos0, T, position_ids, x);
+  // Rotary embeddings, Hugging Face pairing (i, i + hd/2); linear scaling divides positions. In
+  // q's dtype, as Hugging Face casts them to the hidden states': under bf16 autocast q and k then
+  // stay bf16 (fp32 tables would widen them, and every pass over them, for a kernel that reads
+  // bf16 anyway).
+  const auto [cos, sin] = rope_->get(pos0, T, position_ids, q);
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
 
@@ -182,39 +169,26 @@ torch::Tensor LlamaImpl::attention(int64_t layer, const torch::Tensor& x, const 
     v = v.repeat_interleave(rep, 1);
   }
   torch::Tensor y;
-  if (!packed.empty() && flash_varlen_applies(q.device(), attention_dtype(q), hd)) {
-    y = flash_varlen_attention(q, k, v, packed);  // [B, T, heads, hd]
-    return project(layer, LoraTarget::kO, y.reshape({B, T, cfg_.dim}), o_[layer]);
-  }
-  if (packed.empty()) {
+  if (!packed) {
     y = at::scaled_dot_product_attention(q, k, v, causal ? std::nullopt : std::optional<at::Tensor>(attn_mask), 0.0,
                                          causal, std::nullopt, /*enable_gqa=*/causal && rep > 1);
+    y = y.transpose(1, 2);
+  } else if (flash_varlen_applies(q.device(), attention_dtype(q), hd)) {
+    y = varlen_attention(q, k, v, *packed, attention_dtype(q), flash_varlen_kernel);
   } else {
-    // Sequences packed in one row: each attends causally to its own positions alone, on views of
-    // the packed projections. Measured on this machine's CPU, that is as fast as the padded batch's
-    // attention and 5.7x faster than one kernel over a block-diagonal mask (which computes every
-    // pair and masks most of them away).
-    std::vector<torch::Tensor> parts;
-    parts.reserve(packed.size());
-    int64_t at = 0;
-    for (int64_t n : packed) {
-      parts.push_back(at::scaled_dot_product_attention(q.narrow(2, at, n), k.narrow(2, at, n), v.narrow(2, at, n),
-                                                       std::nullopt, 0.0, true, std::nullopt, rep > 1));
-      at += n;
-    }
-    y = torch::cat(parts, 2);
+    y = segment_attention(q, k, v, *packed);
   }
-  y = y.transpose(1, 2).reshape({B, T, cfg_.dim});
-  return project(layer, LoraTarget::kO, y, o_[layer]);
+  return project(layer, LoraTarget::kO, y.reshape({B, T, cfg_.dim}), o_[layer], o_bias_[layer]);
 }
 
-torch::Tensor LlamaImpl::project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w) const {
-  torch::Tensor y = torch::linear(x, w);
+torch::Tensor LlamaImpl::project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w,
+                                 const torch::Tensor& bias) const {
+  torch::Tensor y = torch::linear(x, w, bias);
   return lora_ ? lora_->add(layer, t, x, y) : y;
 }
 
 torch::Tensor LlamaImpl::layer(int64_t i, const torch::Tensor& x0, const torch::Tensor& mask, KVCache* cache,
-                               int64_t pos0, const torch::Tensor& position_ids, const PackedLengths& packed) {
+                               int64_t pos0, const torch::Tensor& position_ids, const PackedAttention* packed) {
   auto x = x0 + attention(i, rms_norm(x0, attn_norm_[i], cfg_.norm_eps), mask, cache, pos0, position_ids, packed);
   auto h = rms_norm(x, ffn_norm_[i], cfg_.norm_eps);
   auto a = torch::silu(project(i, LoraTarget::kGate, h, gate_[i])) * project(i, LoraTarget::kUp, h, up_[i]);
@@ -246,48 +220,74 @@ bool right_padded(const torch::Tensor& key_mask) {
 
 torch::Tensor LlamaImpl::run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
                                     const torch::Tensor& position_ids, int64_t first, int64_t last,
-                                    const PackedLengths& packed) {
+                                    std::shared_ptr<const PackedAttention> packed) {
   // A cache is written as a side effect, which a recomputation would repeat: generation runs
   // without grad anyway, so checkpointing only ever applies to training forwards.
   const bool ckpt = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
   for (int64_t i = first; i < last; ++i) {
     if (!ckpt) {
-      x = layer(i, x, mask, cache, pos0, position_ids, packed);
+      x = layer(i, x, mask, cache, pos0, position_ids, packed.get());
       continue;
     }
-    // The mask, positions and lengths are captured by value: backward runs after this call has
+    // The mask, positions and packing are captured by value: backward runs after this call has
     // returned.
     auto body = [this, i, mask, pos0, position_ids, packed](const torch::Tensor& in) {
-      return layer(i, in, mask, nullptr, pos0, position_ids, packed);
+      return layer(i, in, mask, nullptr, pos0, position_ids, packed.get());
     };
-    x = checkpoint(body, x, {attn_norm_[i], q_[i], k_[i], v_[i], o_[i], ffn_norm_[i], gate_[i], up_[i], down_[i]});
+    std::vector<torch::Tensor> params{attn_norm_[i], q_[i],    k_[i],  v_[i],   o_[i],
+                                      ffn_norm_[i],  gate_[i], up_[i], down_[i]};
+    for (const torch::Tensor& b : {q_bias_[i], k_bias_[i], v_bias_[i], o_bias_[i]})
+      if (b.defined()) params.push_back(b);
+    if (lora_)
+      for (const torch::Tensor& w : lora_->layer_weights(i)) params.push_back(w);
+    x = checkpoint(body, x, params);
   }
   return x;
 }
 
-torch::Tensor packed_positions(const PackedLengths& packed) {
+int64_t PackedRecords::sharers() const {
   int64_t n = 0;
-  for (int64_t l : packed) n += l;
-  auto pos = torch::empty({1, n}, torch::kInt64);
+  for (size_t r = 0; r < lengths.size(); ++r) n += shares(r) ? 1 : 0;
+  return n;
+}
+
+int64_t PackedRecords::tokens() const {
+  int64_t n = prefix;
+  for (int64_t l : lengths) n += l;
+  return n;
+}
+
+int64_t PackedRecords::record_tokens() const { return tokens() - prefix + prefix * sharers(); }
+
+torch::Tensor packed_positions(const PackedRecords& packed) {
+  auto pos = torch::empty({1, packed.tokens()}, torch::kInt64);
   int64_t* p = pos.data_ptr<int64_t>();
-  for (int64_t l : packed)
-    for (int64_t t = 0; t < l; ++t) *p++ = t;
+  for (int64_t t = 0; t < packed.prefix; ++t) *p++ = t;
+  for (size_t r = 0; r < packed.lengths.size(); ++r) {
+    const int64_t from = packed.shares(r) ? packed.prefix : 0;
+    for (int64_t t = 0; t < packed.lengths[r]; ++t) *p++ = from + t;
+  }
   return pos;
 }
 
 torch::Tensor LlamaImpl::forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last,
-                                        const PackedLengths& packed) {
+                                        const PackedRecords& packed) {
   if (first < 0 || first > last || last > cfg_.n_layers)
     throw std::logic_error("forward_layers: layers [" + std::to_string(first) + ", " + std::to_string(last) +
                            ") outside the model's " + std::to_string(cfg_.n_layers));
   if (!packed.empty()) {
-    int64_t n = 0;
-    for (int64_t l : packed) n += l;
+    for (size_t r = 0; r < packed.lengths.size(); ++r)
+      check_window(packed.lengths[r] + (packed.shares(r) ? packed.prefix : 0));
+    const int64_t n = packed.tokens();
     if (x.size(0) != 1 || x.size(1) != n)
-      throw std::logic_error("forward_layers: packed sequences of " + std::to_string(n) + " tokens in all, but x is [" +
+      throw std::logic_error("forward_layers: packed records of " + std::to_string(n) + " tokens in all, but x is [" +
                              std::to_string(x.size(0)) + ", " + std::to_string(x.size(1)) + ", ...]");
-    return run_layers(std::move(x), {}, nullptr, 0, packed_positions(packed), first, last, packed);
+    if (packed.prefix > 0 && packed.after_prefix.size() != packed.lengths.size())
+      throw std::logic_error("forward_layers: a shared prefix, but not which records share it");
+    auto plan = std::make_shared<const PackedAttention>(packed, x.device());
+    return run_layers(std::move(x), {}, nullptr, 0, packed_positions(packed), first, last, std::move(plan));
   }
+  check_window(x.size(1));
   // Training batches are padded on the right: each row's real positions come before its
   // padding, so causal attention alone gives them the outputs the padding mask would. Only
   // the padded positions' outputs change, and nothing is learned there (their labels are
@@ -335,12 +335,21 @@ torch::Tensor LlamaImpl::forward_stage(torch::Tensor x, const torch::Tensor& key
   if (position_ids.defined() && (position_ids.dim() != 2 || position_ids.size(0) != B || position_ids.size(1) != T))
     throw std::runtime_error("position_ids must be [batch, new positions]");
   const int64_t pos0 = cache ? cache->len : 0, total = pos0 + T;
+  check_window(total);
   if (cache && total > cache->capacity())
     throw std::runtime_error("KV cache capacity " + std::to_string(cache->capacity()) + " exceeded");
   x = run_layers(std::move(x), attention_mask(B, T, pos0, key_mask, x.device()), cache, pos0, position_ids, first, last,
-                 {});
+                 nullptr);
   if (cache) cache->len = total;
   return x;
+}
+
+void LlamaImpl::check_window(int64_t length) const {
+  if (cfg_.sliding_window > 0 && length > cfg_.sliding_window)
+    throw InputError("model", "not supported yet: a sequence of " + std::to_string(length) +
+                                  " tokens, longer than the model's sliding_window " +
+                                  std::to_string(cfg_.sliding_window) +
+                                  " (graphtune attends to every earlier position; keep [data].max_len within it)");
 }
 
 int64_t LlamaImpl::layer_of(const std::string& name) {
@@ -353,7 +362,8 @@ StageWeights LlamaImpl::stage_weights(const LlamaConfig& cfg) {
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   StageWeights w;
   // Two norms, q and o, k and v, gate up and down: as the constructor shapes them.
-  w.layers.assign(static_cast<size_t>(cfg.n_layers), 2 * D + 2 * D * D + 2 * KV * D + 3 * H * D);
+  w.layers.assign(static_cast<size_t>(cfg.n_layers), 2 * D + 2 * D * D + 2 * KV * D + 3 * H * D +
+                                                        (cfg.qkv_bias ? D + 2 * KV : 0) + (cfg.o_bias ? D : 0));
   w.first_extra = cfg.vocab_size * D;
   w.last_extra = D + cfg.vocab_size * D;  // final norm, and the head or the tied table's copy
   return w;

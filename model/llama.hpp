@@ -32,18 +32,30 @@ struct KVCache {
   }
 };
 
-// Sequences packed back to back in one row ([1, sum of lengths, dim]), by their lengths in order:
-// attention keeps each to its own positions and each one's rotary positions start at 0, so each
-// gets exactly what it would get in a row of its own, with no padding computed. Empty: rows of
-// their own (right-padded).
-using PackedLengths = std::vector<int64_t>;
-// Each packed sequence's positions, 0 .. its length - 1, back to back: [1, sum] int64 on the host.
-torch::Tensor packed_positions(const PackedLengths& packed);
+// Records packed back to back in one row ([1, tokens(), dim]): attention keeps each to its own
+// positions and each one's rotary positions start at 0, so each gets exactly what it would get in
+// a row of its own, with no padding computed. Optionally a prefix that several of them begin with
+// is packed once, first, and only their own tokens after it: each of those attends to the
+// prefix's keys and values as to its own first positions, and its positions go on from the
+// prefix's length, so it still gets what its whole row would. Empty: rows of their own
+// (right-padded).
+struct PackedRecords {
+  std::vector<int64_t> lengths;    // each record's own tokens, in order
+  int64_t prefix = 0;              // the shared prefix's tokens, packed first; 0: none
+  std::vector<bool> after_prefix;  // per record: it begins with the prefix (empty: none does)
+  bool empty() const { return lengths.empty(); }
+  bool shares(size_t record) const { return record < after_prefix.size() && after_prefix[record]; }
+  int64_t sharers() const;
+  int64_t tokens() const;         // what the row holds: the prefix once, then each record's own
+  int64_t record_tokens() const;  // what the records hold: the prefix again in each that shares it
+};
+// Each position's rotary position: the prefix's 0 .. prefix - 1, then each record's from 0, or
+// from the prefix's length when it shares it. [1, tokens()] int64 on the host.
+torch::Tensor packed_positions(const PackedRecords& packed);
 
-// Whether packed sequences attend through flash attention's variable-length kernel (one launch
-// over all of them, bounded by their cumulative lengths): on CUDA, in fp16 or bf16, for head
-// sizes up to 256. Elsewhere each packed sequence attends on its own views.
-bool flash_varlen_applies(const torch::Device& device, at::ScalarType dtype, int64_t head_dim);
+// How a forward's packed records attend, worked out once for all its layers
+// (model/packed_attention.hpp).
+struct PackedAttention;
 
 // The part of a model one pipeline stage holds: decoder layers [first, last) (last -1: to the
 // end), the embeddings, the final norm and head. What it does not hold is never allocated: its
@@ -105,9 +117,9 @@ class LlamaImpl : public torch::nn::Module {
   // and the final norm and head (logits float32). forward_embeds without a cache is
   // head(forward_layers(x, key_mask, 0, n_layers)) at every real position; with right padding,
   // forward_layers leaves the padded positions' outputs unmasked (they are never learned).
-  // With `packed`, x is one row of packed sequences (PackedLengths) and key_mask is not used.
+  // With `packed`, x is one row of packed records (PackedRecords) and key_mask is not used.
   torch::Tensor forward_layers(torch::Tensor x, const torch::Tensor& key_mask, int64_t first, int64_t last,
-                               const PackedLengths& packed = {});
+                               const PackedRecords& packed = {});
   torch::Tensor head(const torch::Tensor& x);
 
   // Frees the weights a pipeline stage does not run (layers outside [first, last), the
@@ -159,17 +171,22 @@ class LlamaImpl : public torch::nn::Module {
  private:
   // Decoder layer i: x + attention, then + MLP (pre-norm residual blocks).
   torch::Tensor layer(int64_t i, const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
-                      const torch::Tensor& position_ids, const PackedLengths& packed);
+                      const torch::Tensor& position_ids, const PackedAttention* packed);
   // Boolean [B, 1, T, total] mask, true = may attend: causal, never to padded keys.
   // On `device`: where the attention that takes it runs.
   static torch::Tensor attention_mask(int64_t B, int64_t T, int64_t pos0, const torch::Tensor& key_mask,
                                       const torch::Device& device);
   torch::Tensor run_layers(torch::Tensor x, const torch::Tensor& mask, KVCache* cache, int64_t pos0,
-                           const torch::Tensor& position_ids, int64_t first, int64_t last, const PackedLengths& packed);
+                           const torch::Tensor& position_ids, int64_t first, int64_t last,
+                           std::shared_ptr<const PackedAttention> packed);
   torch::Tensor attention(int64_t layer, const torch::Tensor& x, const torch::Tensor& key_mask,
-                          KVCache* cache, int64_t pos0, const torch::Tensor& position_ids, const PackedLengths& packed);
+                          KVCache* cache, int64_t pos0, const torch::Tensor& position_ids,
+                          const PackedAttention* packed);
   // x W^T, plus the layer's adapter on that projection when there is one.
-  torch::Tensor project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w) const;
+  torch::Tensor project(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& w,
+                        const torch::Tensor& bias = {}) const;
+  // Refuses a sequence longer than the model's sliding window (LlamaConfig::sliding_window).
+  void check_window(int64_t length) const;
   LlamaConfig cfg_;
   bool checkpointing_ = false;
   std::shared_ptr<RopeTables> rope_;
@@ -177,6 +194,7 @@ class LlamaImpl : public torch::nn::Module {
   std::map<std::string, std::vector<int64_t>> shapes_;
   torch::Tensor embed_tokens_, norm_, lm_head_;
   std::vector<torch::Tensor> attn_norm_, q_, k_, v_, o_, ffn_norm_, gate_, up_, down_;
+  std::vector<torch::Tensor> q_bias_, k_bias_, v_bias_, o_bias_;  // undefined where the model has none
   std::shared_ptr<LoraAdapters> lora_;
 };
 TORCH_MODULE(Llama);

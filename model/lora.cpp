@@ -74,6 +74,17 @@ torch::Tensor LoraAdapters::add(int64_t layer, LoraTarget t, const torch::Tensor
   return y + torch::linear(torch::linear(x, p.a.to(dt)), p.b.to(dt)) * settings_.scale();
 }
 
+std::vector<torch::Tensor> LoraAdapters::layer_weights(int64_t layer) const {
+  std::vector<torch::Tensor> out;
+  if (layer < first_ || layer >= last_) return out;
+  for (LoraTarget t : settings_.targets) {
+    const Pair& p = layers_[static_cast<size_t>(layer - first_)][static_cast<size_t>(t)];
+    out.push_back(p.a);
+    out.push_back(p.b);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> LoraAdapters::named_weights() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (int64_t i = first_; i < last_; ++i)

@@ -47,6 +47,10 @@ class LoraAdapters {
   const LoraSettings& settings() const { return settings_; }
   // y + scale B (A x) when layer i has an adapter on t, else y.
   torch::Tensor add(int64_t layer, LoraTarget t, const torch::Tensor& x, const torch::Tensor& y) const;
+  // Layer i's adapters (A and B of each target), none when this object holds no adapter there:
+  // what an activation checkpoint of the layer must take as its parameters, so that backward
+  // reaches them.
+  std::vector<torch::Tensor> layer_weights(int64_t layer) const;
   // The adapters this object holds, by name, in layer then target order.
   std::vector<std::pair<std::string, torch::Tensor>> named_weights() const;
   // Every adapter of the whole model by name and shape, whatever a stage holds.

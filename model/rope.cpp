@@ -3,12 +3,31 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace gt {
 
-RopeTables::RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions)
+namespace {
+
+// transformers' _compute_llama3_parameters, in float32 as it computes them.
+torch::Tensor llama3_frequencies(const torch::Tensor& inv_freq, const Llama3Rope& r) {
+  const double old_len = static_cast<double>(r.original_max_positions);
+  const double low_wavelen = old_len / r.low_freq_factor, high_wavelen = old_len / r.high_freq_factor;
+  const torch::Tensor wavelen = 2 * M_PI / inv_freq;
+  torch::Tensor scaled = torch::where(wavelen > low_wavelen, inv_freq / r.factor, inv_freq);
+  const torch::Tensor smooth = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+  const torch::Tensor smoothed = (1 - smooth) * scaled / r.factor + smooth * scaled;
+  const torch::Tensor medium = (wavelen >= high_wavelen).logical_and(wavelen <= low_wavelen);
+  return torch::where(medium, smoothed, scaled);
+}
+
+}  // namespace
+
+RopeTables::RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions,
+                       const Llama3Rope& llama3)
     : scaling_(scaling), built_positions_(std::max<int64_t>(initial_positions, 1)) {
   inv_freq_ = 1.0 / torch::pow(theta, torch::arange(0, head_dim, 2, torch::kInt64).to(torch::kFloat32) / head_dim);
+  if (llama3.on()) inv_freq_ = llama3_frequencies(inv_freq_, llama3);
 }
 
 torch::Tensor RopeTables::angles(const torch::Tensor& positions, const torch::Tensor& inv_freq) const {

@@ -11,13 +11,15 @@
 #include <string>
 #include <utility>
 
+#include "formats/llama_config.hpp"
+
 namespace gt {
 
 class RopeTables {
  public:
   // Hugging Face's rotate-half layout: angle i repeats at i + head_dim/2. Positions are
-  // divided by `scaling` (linear RoPE scaling).
-  RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions);
+  // divided by `scaling` (linear RoPE scaling); `llama3`, when on, rescales the frequencies.
+  RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions, const Llama3Rope& llama3 = {});
 
   // cos and sin on `like`'s device in its dtype: [T, head_dim] for positions pos0..pos0+T-1,
   // or, with position_ids [B, T] defined, [B, 1, T, head_dim] (broadcast over the heads).

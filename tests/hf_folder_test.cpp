@@ -172,8 +172,8 @@ TEST(HfConfigErrors, KeysThatMatterButCannotBeHonoured) {
   j["some_new_flag"] = 3;
   expect_config_error(j, "key 'some_new_flag': not supported");
   j = base_config();
-  j["attention_bias"] = true;
-  expect_config_error(j, "key 'attention_bias': graphtune has no attention biases");
+  j["mlp_bias"] = true;
+  expect_config_error(j, "key 'mlp_bias': graphtune has no MLP biases");
   j = base_config();
   j["hidden_act"] = "gelu";
   expect_config_error(j, "key 'hidden_act': must be \"silu\"");
@@ -184,8 +184,15 @@ TEST(HfConfigErrors, KeysThatMatterButCannotBeHonoured) {
   j["pretraining_tp"] = 2;
   expect_config_error(j, "key 'pretraining_tp'");
   j = base_config();
+  j["model_type"] = "gemma";
+  expect_config_error(j, "key 'model_type': must be \"llama\", \"qwen2\", \"mistral\"");
   j["model_type"] = "mistral";
-  expect_config_error(j, "key 'model_type': must be \"llama\"");
+  expect_config_error(j, "key 'architectures': must be [\"MistralForCausalLM\"]");
+  j = base_config();
+  j["model_type"] = "qwen2";
+  j["architectures"] = {"Qwen2ForCausalLM"};
+  j["use_sliding_window"] = true;
+  expect_config_error(j, "not supported yet: key 'use_sliding_window' true");
   j = base_config();
   j["architectures"] = {"LlamaForSequenceClassification"};
   expect_config_error(j, "key 'architectures'");
@@ -196,8 +203,8 @@ TEST(HfConfigErrors, KeysThatMatterButCannotBeHonoured) {
   j["num_key_value_heads"] = 3;
   expect_config_error(j, "n_kv_heads (3) does not divide n_heads (4)");
   j = base_config();
-  j["eos_token_id"] = {2, 3};
-  expect_config_error(j, "key 'eos_token_id': lists several ids");
+  j["bos_token_id"] = {1, 3};
+  expect_config_error(j, "key 'bos_token_id': lists several ids");
 }
 
 TEST(HfConfigErrors, RopeScalingTypes) {
@@ -205,7 +212,10 @@ TEST(HfConfigErrors, RopeScalingTypes) {
   j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
   expect_config_error(j, "not supported yet: rope_scaling type 'dynamic'");
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  expect_config_error(j, "not supported yet: rope_scaling type 'llama3'");
+  expect_config_error(j, "key 'rope_scaling': llama3 scaling needs a numeric 'low_freq_factor'");
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 1.0},
+                       {"original_max_position_embeddings", 8192}};
+  expect_config_error(j, "llama3 scaling needs factor >= 1, high_freq_factor > low_freq_factor > 0");
   j["rope_scaling"] = {{"type", "linear"}};
   expect_config_error(j, "key 'rope_scaling': linear scaling needs a numeric 'factor'");
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}, {"original_max_position_embeddings", 8}};
@@ -442,8 +452,8 @@ TEST(HfConfig, ReadsPastGraphGptsKeys) {
   EXPECT_TRUE(gt::read_hf_config(gl.path).graphllama);
   graphllama["architectures"] = {"LlamaForCausalLM"};
   expect_config_error(graphllama, "key 'architectures': must be [\"GraphLlamaForCausalLM\"]");
-  graphllama["model_type"] = "mistral";
-  expect_config_error(graphllama, "must be \"llama\" or GraphGPT's \"GraphLlama\"");
+  graphllama["model_type"] = "gemma";
+  expect_config_error(graphllama, "or GraphGPT's \"GraphLlama\"");
   EXPECT_TRUE(gt::is_graphllama_tensor("model.graph_projector.weight"));
   EXPECT_TRUE(gt::is_graphllama_tensor("model.graph_tower.gtLayers.0.qTrans"));
   EXPECT_FALSE(gt::is_graphllama_tensor("model.embed_tokens.weight"));

@@ -168,7 +168,7 @@ TEST(MemoryPlan, BadInput) {
   EXPECT_INPUT_ERROR(parse_gpus("0x24GB"), "positive integer");
   EXPECT_INPUT_ERROR(parse_gpus("2x-1GB"), "positive");
   EXPECT_INPUT_ERROR(parse_gpus("twox24GB"), "COUNTxSIZE");
-  EXPECT_INPUT_ERROR(model_preset("llama-70b"), "presets: vicuna-7b, smollm2, stories260K");
+  EXPECT_INPUT_ERROR(model_preset("llama-70b"), "presets: vicuna-7b, llama3-8b, llama3.2-3b, qwen2.5-7b, qwen2.5-1.5b, mistral-7b, smollm2, stories260K");
   EXPECT_INPUT_ERROR(resolve_model("no-such-model"), "unknown preset");
   TempDir dir;
   EXPECT_INPUT_ERROR(resolve_model(dir.path), "has no config.json");

@@ -28,7 +28,7 @@ struct DecoderMicroBatch {
   std::function<torch::Tensor()> embed;  // its input embeddings [B, T, dim]; called on stage 0 only
   torch::Tensor key_mask;                // [B, T]: 1 real token, 0 padding; undefined without padding
   torch::Tensor labels;                  // [B, T]: -100 where nothing is learned (the last stage's loss)
-  PackedLengths packed;                  // packed (B = 1): the records' lengths; key_mask is then unused
+  PackedRecords packed;                  // packed (B = 1): the records' layout; key_mask is then unused
 };
 
 // What a phase feeds its decoder stage. Micro-batch (k, j): accumulation chunk k <

@@ -14,6 +14,7 @@
 #include "loader/graph_batches.hpp"
 #include "loader/job_records.hpp"
 #include "loader/packed_batch.hpp"
+#include "loader/token_balance.hpp"
 #include "model/peft_adapter.hpp"
 #include "parallel/gather_weights.hpp"
 #include "parallel/tensor_parallel.hpp"
@@ -147,29 +148,44 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
   return t;
 }
 
-// This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order.
-// Each step's are all copied to the device when the step starts, queued ahead of its compute;
-// the padding mask and the labels stay on the host (GraphGptImpl::prepare).
-// This rank's tokens so far, and the positions their padded batches would have: what packing
-// saves (or, without it, what padding costs).
+// This rank's records' tokens so far, the positions their padded batches would have, and the
+// tokens computed: what packing and the shared prefix save (or, without them, what padding costs).
 struct PaddingCount {
-  int64_t tokens = 0, padded = 0;
+  int64_t tokens = 0, padded = 0, computed = 0;
 };
 
-// With `packing`, each micro-batch's records back to back in one sequence (loader/packed_batch.hpp).
+// What graph_batches does with each step's micro-batches.
+struct BatchShaping {
+  bool packing = true;       // records back to back (loader/packed_batch.hpp)
+  bool share_prefix = true;  // their shared prompt prefix once
+  bool balance = true;       // a chunk's micro-batches regrouped to equal tokens (loader/token_balance.hpp)
+};
+
+// This rank's micro-batches of each step, pulled from the stream: chunks x m of them, in order,
+// shaped as `shaping` says. Each step's are all copied to the device when the step starts, queued
+// ahead of its compute; the padding mask and the labels stay on the host (GraphGptImpl::prepare).
 DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch>& held, GraphGpt& model,
-                             const torch::Device& device, int64_t chunks, int64_t m, bool packing, PaddingCount& count) {
+                             const torch::Device& device, int64_t chunks, int64_t m, BatchShaping shaping,
+                             PaddingCount& count) {
   DecoderBatches feed;
-  feed.load = [&stream, &held, &model, device, chunks, m, packing, &count](int64_t) {
+  feed.load = [&stream, &held, &model, device, chunks, m, shaping, &count](int64_t) {
     held.clear();
     int64_t learned = 0, tokens = 0;
-    for (int64_t i = 0; i < chunks * m; ++i) {
-      GraphGptBatch b = stream.next();
-      count.padded += b.input_ids.numel();
-      if (packing) b = pack_batch(b);
-      learned += learned_positions(b.labels);
-      tokens += b.num_tokens();
-      held.push_back(model->prepare(b, device));
+    for (int64_t k = 0; k < chunks; ++k) {
+      std::vector<GraphGptBatch> chunk;
+      for (int64_t j = 0; j < m; ++j) {
+        chunk.push_back(stream.next());
+        count.padded += chunk.back().input_ids.numel();  // as GraphGPT pads what the stream draws
+      }
+      if (shaping.packing && shaping.balance && m > 1) chunk = balance_by_tokens(chunk);
+      for (GraphGptBatch& b : chunk) {
+        const int64_t real = b.num_tokens();
+        if (shaping.packing) b = pack_batch(b, shaping.share_prefix);
+        learned += learned_positions(b.labels);
+        tokens += real;
+        count.computed += shaping.packing ? b.packed.tokens() : b.input_ids.numel();
+        held.push_back(model->prepare(b, device));
+      }
     }
     count.tokens += tokens;
     return std::make_pair(learned, tokens);
@@ -236,10 +252,21 @@ void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const Par
   std::fprintf(stderr, "graphtune: stage %s done in %.1f s (data wait %.2f s over %lld batches); wrote %s/graph_projector.bin\n",
                name_of(cfg.training.stage), secs, stream.wait_seconds(), static_cast<long long>(stream.batches()),
                cfg.job.out_dir.c_str());
-  const double padding = count.padded > 0 ? 1.0 - static_cast<double>(count.tokens) / static_cast<double>(count.padded) : 0;
-  std::fprintf(stderr, "graphtune: rank 0 computed %lld tokens; padded rows would have added %.1f%% padding%s\n",
-               static_cast<long long>(count.tokens), 100 * padding,
-               cfg.training.packing ? " (packed: none computed)" : " ([training].packing false: computed)");
+  // Shares of the padded batches' positions: the padding, and what the shared prefix saved.
+  const auto share = [&](int64_t n) {
+    return count.padded > 0 ? 100.0 * static_cast<double>(n) / static_cast<double>(count.padded) : 0.0;
+  };
+  if (!cfg.training.packing) {
+    std::fprintf(stderr, "graphtune: rank 0 computed %lld positions, %.1f%% of them padding ([training].packing false)\n",
+                 static_cast<long long>(count.computed), share(count.padded - count.tokens));
+    return;
+  }
+  std::fprintf(stderr,
+               "graphtune: rank 0 computed %lld tokens for its records' %lld: packing left out the %.1f%% of padded "
+               "rows that is padding, the shared prompt prefix computed once a micro-batch another %.1f%%%s\n",
+               static_cast<long long>(count.computed), static_cast<long long>(count.tokens),
+               share(count.padded - count.tokens), share(count.tokens - count.computed),
+               cfg.training.share_prefix ? "" : " ([training].share_prefix false)");
 }
 
 }  // namespace
@@ -297,7 +324,10 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
     std::snprintf(buf, sizeof buf, " | data wait %.2f s", stream.wait_seconds());
     return std::string(buf);
   };
-  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m, cfg.training.packing, padding),
+  train_decoder_stage(model->llm, graph_batches(stream, held, model, device, chunks, m,
+                                                   {cfg.training.packing, cfg.training.share_prefix,
+                                                    cfg.parallelism.balance_microbatches},
+                                                   padding),
                       trained.params, cfg, steps, rt,
                       step_log_printer(rt, steps, log_file, data_wait), checkpoint.hooks(), /*report=*/true);
   save_outputs(model, trained.tp_projector.get(), rt, cfg, stream, padding, t0);

@@ -16,6 +16,7 @@
 #include "layout/schedule.hpp"
 #include "layout/schedule_sim.hpp"
 #include "model/llama.hpp"
+#include "model/packed_attention.hpp"
 #include "train/device_memory.hpp"
 #include "train/step_runner.hpp"
 

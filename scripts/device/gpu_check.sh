@@ -183,11 +183,17 @@ print(('PASS' if len(a) == len(b) == 3 and worst <= 2e-2 else 'FAIL') + f' worst
 row "bf16 autocast + TF32 vs fp32 on CUDA, 3 steps" "$(verdict "$close")" "$close; $(grep -o 'attention [a-z_]*' "$G/g_bf16.txt" | head -1)"
 # Packing on CUDA: fp32 runs each packed record's attention on its own (as on the CPU), bf16
 # runs flash attention's variable-length kernel over the packed row; each against padded rows.
+# Both with the records' shared prompt prefix once (the default), each sharer's segment gathered
+# from it; and fp32 against each record computing its own prefix.
 # The packed and padded attentions reduce in other orders on the GPU (other kernels, other
 # shapes), and AdamW's first steps scale such last-bit gradient differences up in the weights.
 job g_cuda_padded 1 --device cuda --training.tf32 false --training.packing false
 r=$(same g_cuda_padded g_cuda 1e-4)
 row "packed vs padded rows on CUDA (fp32, TF32 off)" "$(verdict "$r")" "$r"
+job g_cuda_unshared 1 --device cuda --training.tf32 false --training.share_prefix false
+r=$(same g_cuda_unshared g_cuda 1e-4)
+row "packed with the prompt prefix shared vs each record's own on CUDA (fp32)" "$(verdict "$r")" \
+  "$r; $(sed -n 's/^graphtune: rank 0 computed //p' "$G/g_cuda.txt" | head -1)"
 job g_bf16_padded 1 --device cuda --model.dtype bf16 --training.packing false
 close=$("$PY" -c "
 import json

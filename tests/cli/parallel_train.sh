@@ -7,8 +7,9 @@
 # length-grouped batches and encoder dropout 0.1, tp=2 and dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
 # dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
-# The graph stages pack each micro-batch's records (the default): padded rows, activation
-# checkpointing and 1F1B over padded rows equal it.
+# The graph stages pack each micro-batch's records with their shared prompt prefix once (the
+# default): padded rows, packed rows each with its own prefix, activation checkpointing and 1F1B
+# over padded rows equal it, with LoRA too.
 # Then bad layouts (one line, once, exit 2, every rank gone in seconds) and a rank killed
 # mid-step.
 source "$(dirname "$0")/lib.sh"
@@ -95,7 +96,10 @@ against_serial gg "${G_FILES[*]}" GROUPED "tp2 2 --parallelism.tp 2" \
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
 # Packed micro-batches (the default; these records differ in length) against padded rows, and
 # packing with activation checkpointing and under 1F1B: the same losses, norms and weights.
+check "the shared prompt prefix was computed once a micro-batch" \
+  grep -qE 'shared prompt prefix computed once a micro-batch another [1-9][0-9.]*%' "$TMP/gg_ref.err"
 against_serial gg "${G_FILES[*]}" GROUPED "padded 1 --training.packing false" \
+  "unshared 1 --training.share_prefix false" \
   "ckpt 1 --training.activation_checkpointing true" \
   "pp2_1f1b_padded 2 --parallelism.pp 2 --parallelism.microbatches 4 --training.packing false"
 
@@ -116,7 +120,8 @@ against_serial lo "graph_projector.safetensors adapter/adapter_model.safetensors
   "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
   "tp2 2 --parallelism.tp 2" \
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4" \
-  "padded 1 --training.packing false"
+  "padded 1 --training.packing false" "unshared 1 --training.share_prefix false" \
+  "ckpt 1 --training.activation_checkpointing true"
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The LLM families graphtune reads as one decoder, each from a folder that `transformers` itself
+writes with random weights and the family's real config keys, against `transformers`:
+  - Llama 3.x: rope_scaling "llama3" (the frequencies in all three of its bands), GQA, an untied
+    head, eos_token_id a list;
+  - Qwen2 / Qwen2.5: q, k and v biases, rope_theta 1e6, tied (the small ones) and untied heads;
+  - Mistral: sliding_window larger than the sequence (the same as full attention), and null; a
+    sequence longer than the window is refused in one line.
+Each: fp32 logits within 1e-4 of transformers', greedy text equal to transformers.generate's,
+and the folder `graphtune convert` writes read back by transformers with identical logits.
+
+Environment (set by ctest): GRAPHTUNE_BIN (launcher), GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS.
+Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from oracle import check, finish, run, skip
+
+TOL = 1e-4  # fp32 logits, max abs difference
+
+assets = os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
+tok512 = os.path.join(assets, "llm", "tok512.bin")
+if not os.path.exists(tok512):
+    skip(f"shared assets not found ({tok512})")
+try:
+    import torch
+    from safetensors.torch import load_file
+    import transformers
+    from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config
+except ImportError as e:
+    skip(f"python package missing: {e}")
+
+transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+WORKER = os.environ["GRAPHTUNE_WORKER"]
+LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
+SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             vocab_size=512, rms_norm_eps=1e-5, initializer_range=0.3)
+
+FAMILIES = {
+    # Original context 256 over head size 16: wavelengths from 6 to 19,870 positions fall in the
+    # kept band (< 64), the blended band and the divided one (> 256).
+    "llama3": LlamaConfig(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, bos_token_id=1,
+                          eos_token_id=[2, 3], rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                             "high_freq_factor": 4.0,
+                                                             "original_max_position_embeddings": 256}),
+    "qwen2_tied": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=True, rope_theta=1e6,
+                              bos_token_id=1, eos_token_id=2),
+    "qwen2": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, rope_theta=1e6,
+                         sliding_window=131072, bos_token_id=1, eos_token_id=2),
+    "mistral": MistralConfig(**SHAPE, max_position_embeddings=1024, sliding_window=4096, rope_theta=1e6,
+                             bos_token_id=1, eos_token_id=2),
+    "mistral_no_window": MistralConfig(**SHAPE, max_position_embeddings=1024, sliding_window=None, bos_token_id=1,
+                                       eos_token_id=2),
+}
+
+
+def write_model(name, cfg, tmp):
+    torch.manual_seed(len(name))
+    model = AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():  # biases and norms away from their 0 and 1, so a missed one would show
+        for pname, p in model.named_parameters():
+            if pname.endswith("bias"):
+                p.normal_(0.0, 0.5)
+            if pname.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
+    folder = os.path.join(tmp, name)
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder, model
+
+
+def graphtune_logits(folder, tokens, out):
+    run(WORKER, "dump-logits", "--model", folder, "--tokens", ",".join(map(str, tokens)), "--out", out)
+    return load_file(out)["logits"]
+
+
+def graphtune_greedy(folder, prompt, n):
+    p = run(WORKER, "generate", "--model", folder, "--tokenizer", tok512, "--prompt", prompt,
+            "--max-new-tokens", n, "--temperature", 0)
+    return p.stdout
+
+
+def ids_of(text):
+    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--bos", stdin=json.dumps(text) + "\n")
+    return json.loads(p.stdout.strip())
+
+
+def text_of(ids):
+    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--decode", stdin=json.dumps(ids) + "\n")
+    return json.loads(p.stdout.strip())
+
+
+def family_checks(name, cfg, tmp):
+    folder, model = write_model(name, cfg, tmp)
+    tokens = torch.randint(0, 512, (120,), generator=torch.Generator().manual_seed(5)).tolist()
+    with torch.no_grad():
+        want = model(torch.tensor([tokens])).logits
+    got = graphtune_logits(folder, tokens, os.path.join(tmp, name + "-logits.safetensors"))
+    d = (got - want).abs().max().item()
+    check(f"{name}: logits vs transformers", d <= TOL, f"max |diff| {d:.3g} (logits up to {want.abs().max():.1f})")
+    if name == "llama3":  # without its scaling the logits differ: the frequencies reach graphtune
+        plain = os.path.join(tmp, name + "-unscaled")
+        os.makedirs(plain)
+        conf = json.load(open(os.path.join(folder, "config.json")))
+        for key in ("rope_scaling", "rope_parameters"):
+            if isinstance(conf.get(key), dict):
+                conf[key] = {"rope_type": "default", "rope_theta": conf[key].get("rope_theta", 10000.0)}
+        json.dump(conf, open(os.path.join(plain, "config.json"), "w"))
+        os.link(os.path.join(folder, "model.safetensors"), os.path.join(plain, "model.safetensors"))
+        d = (graphtune_logits(plain, tokens, os.path.join(tmp, "unscaled.safetensors")) - want).abs().max().item()
+        check("llama3: dropping its rope scaling changes graphtune's logits", d > 100 * TOL, f"max |diff| {d:.3g}")
+
+    prompt = "Once upon a time"
+    ids = ids_of(prompt)
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=None,
+                             pad_token_id=0)[0].tolist()
+    want_text = text_of(out[len(ids):])
+    got_text = graphtune_greedy(folder, prompt, 24)
+    # Random weights pick raw byte tokens too, which the two decoders print differently (one a
+    # replacement character, the other nothing): compared on the printable characters.
+    printable = lambda t: "".join(c for c in t if c.isprintable() and c != "\ufffd")
+    check(f"{name}: greedy text vs transformers.generate",
+          len(printable(want_text)) > 10 and printable(got_text).endswith(printable(want_text)),
+          f"transformers {want_text!r}, graphtune {got_text.strip()!r}")
+
+    converted = os.path.join(tmp, name + "-converted")
+    run(WORKER, "convert", "--model", folder, "--out", converted)
+    again = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
+    with torch.no_grad():
+        d = (again(torch.tensor([tokens])).logits - want).abs().max().item()
+    check(f"{name}: transformers reads graphtune's converted folder ({type(again).__name__})",
+          d == 0.0 and type(again) is type(model), f"max |diff| {d:.3g}")
+    return folder
+
+
+def main():
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    with tempfile.TemporaryDirectory(prefix="gt_families_") as tmp:
+        folders = {name: family_checks(name, cfg, tmp) for name, cfg in FAMILIES.items()}
+        # A sequence longer than Mistral's window: refused in one line, exit 2.
+        short = os.path.join(tmp, "mistral-window-32")
+        os.makedirs(short)
+        conf = json.load(open(os.path.join(folders["mistral"], "config.json")))
+        conf["sliding_window"] = 32
+        json.dump(conf, open(os.path.join(short, "config.json"), "w"))
+        os.link(os.path.join(folders["mistral"], "model.safetensors"), os.path.join(short, "model.safetensors"))
+        p = subprocess.run([WORKER, "dump-logits", "--model", short, "--tokens", ",".join(["5"] * 40), "--out",
+                            os.path.join(tmp, "refused.safetensors")], capture_output=True, text=True)
+        errors = [l for l in p.stderr.splitlines() if "error" in l]
+        check("mistral: a sequence longer than sliding_window is refused in one line",
+              p.returncode == 2 and len(errors) == 1 and "sliding_window 32" in errors[0], f"exit {p.returncode}: {errors}")
+    finish()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
