@@ -110,7 +110,7 @@ fi
 expect_fail "gpus without a size" "COUNTxSIZE" -- "$GT" plan --model vicuna-7b --gpus 2x
 expect_fail "zero gpus" "positive integer" -- "$GT" plan --model vicuna-7b --gpus 0x24GB
 expect_fail "negative memory" "must be positive" -- "$GT" plan --model vicuna-7b --gpus 2x-1GB
-expect_fail "unknown preset" "presets: vicuna-7b, smollm2, stories260K" -- "$GT" plan --model llama-70b --gpus 2x24GB
+expect_fail "unknown preset" "presets: vicuna-7b, llama3-8b, llama3.2-3b, qwen2.5-7b, qwen2.5-1.5b, mistral-7b, smollm2, stories260K" -- "$GT" plan --model llama-70b --gpus 2x24GB
 mkdir -p "$TMP/empty_model"
 expect_fail "folder without config.json" "has no config.json" -- "$GT" plan --model "$TMP/empty_model" --gpus 2x24GB
 expect_fail "unknown stage" "unknown stage 'pretrain'" -- "$GT" plan --model vicuna-7b --gpus 2x24GB --stage pretrain
