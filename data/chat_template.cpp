@@ -1,6 +1,7 @@
 // The template choice and ChatML's text; vicuna_v1_1's text is data/conversation.cpp's.
 #include "data/chat_template.hpp"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,22 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// ChatML's text, SmolLM2's chat_template rendered by hand: the default system message first
-// (a GraphGPT conversation has no system turn), then every message closed by "<|im_end|>\n".
-std::string chatml_text(const std::string& system, const std::vector<Turn>& turns) {
-  std::string ret = std::string(kImStart) + "system\n" + system + kImEnd + "\n";
+std::string trimmed(const std::string& s) {
+  const char* ws = " \t\n\r\v\f";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// ChatML's and Llama 3's text, their chat_templates rendered by hand.
+std::string layout_text(const MessageLayout& l, const std::vector<Turn>& turns) {
+  std::string ret = l.head;
   for (size_t i = 0; i < turns.size(); ++i) {
     const char* want = i % 2 == 0 ? "human" : "gpt";
     if (turns[i].from != want)
       fail("conversation", "turn " + std::to_string(i) + " is from " + quoted(turns[i].from) +
                                " where \"" + want + "\" is due (human, gpt, ... from human)");
-    ret += std::string(kImStart) + (i % 2 == 0 ? "user" : "assistant") + "\n" + turns[i].value + kImEnd + "\n";
+    ret += (i % 2 == 0 ? l.user_open : l.assistant_open) + layout_content(l, turns[i].value) + l.close + l.after_close;
   }
   return ret;
 }
@@ -36,15 +43,44 @@ std::string chatml_text(const std::string& system, const std::vector<Turn>& turn
 
 std::string vicuna_system(const ChatTemplate& tmpl) { return tmpl.system.empty() ? kVicunaSystem : tmpl.system; }
 
+MessageLayout message_layout(const ChatTemplate& tmpl) {
+  MessageLayout l;
+  if (tmpl.format == ChatFormat::kChatML) {
+    l.head = std::string(kImStart) + "system\n" + tmpl.system + kImEnd + "\n";
+    l.user_open = std::string(kImStart) + "user\n";
+    l.assistant_open = std::string(kImStart) + "assistant\n";
+    l.close = kImEnd;
+    l.after_close = "\n";
+    l.reserved = {kImStart, kImEnd};
+  } else if (tmpl.format == ChatFormat::kLlama3) {
+    const std::string start = "<|start_header_id|>", end = "<|end_header_id|>\n\n", eot = "<|eot_id|>";
+    l.head = "<|begin_of_text|>";
+    if (!tmpl.system.empty()) l.head += start + "system" + end + trimmed(tmpl.system) + eot;
+    l.user_open = start + "user" + end;
+    l.assistant_open = start + "assistant" + end;
+    l.close = eot;
+    l.trim = true;
+    l.reserved = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", eot};
+  } else {
+    throw std::logic_error("message_layout: vicuna_v1_1 has no message layout");
+  }
+  return l;
+}
+
+std::string layout_content(const MessageLayout& l, const std::string& value) { return l.trim ? trimmed(value) : value; }
+
 ChatTemplate chat_template_named(const std::string& name, const std::string& where) {
   if (name == "vicuna_v1_1") return ChatTemplate::vicuna_v1_1();
   if (name == "graphchat_v1") return ChatTemplate::graphchat_v1();
   if (name == "chatml") return ChatTemplate::chatml();
-  fail(where, "'" + name + "' is not one of: vicuna_v1_1, graphchat_v1, chatml");
+  if (name == "qwen2.5") return ChatTemplate::qwen2_5();
+  if (name == "llama3") return ChatTemplate::llama3();
+  fail(where, "'" + name + "' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3");
 }
 
 const char* chat_template_name(const ChatTemplate& tmpl) {
-  if (tmpl.format == ChatFormat::kChatML) return "chatml";
+  if (tmpl.format == ChatFormat::kLlama3) return "llama3";
+  if (tmpl.format == ChatFormat::kChatML) return tmpl.system == kQwen25System ? "qwen2.5" : "chatml";
   return vicuna_system(tmpl) == kGraphChatSystem ? "graphchat_v1" : "vicuna_v1_1";
 }
 
@@ -59,14 +95,15 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns
     open.push_back({"gpt", ""});
     return vicuna_v1_1_prompt(open, vicuna_system(tmpl));
   }
-  std::string text = chatml_text(tmpl.system, turns);
-  if (add_generation_prompt) text += std::string(kImStart) + "assistant\n";
+  const MessageLayout l = message_layout(tmpl);
+  std::string text = layout_text(l, turns);
+  if (add_generation_prompt) text += l.assistant_open;
   return text;
 }
 
 std::vector<std::string> chat_token_texts(const ChatTemplate& tmpl) {
-  if (tmpl.format == ChatFormat::kChatML) return {kImStart, kImEnd};
-  return {kVicunaSep2};
+  if (tmpl.format == ChatFormat::kVicunaV11) return {kVicunaSep2};
+  return message_layout(tmpl).reserved;
 }
 
 int32_t chat_stop_id(const ChatTemplate& tmpl, const Tokenizer& tok) {
@@ -74,14 +111,17 @@ int32_t chat_stop_id(const ChatTemplate& tmpl, const Tokenizer& tok) {
     if (tok.eos_id() < 0) fail(tok.source(), "the tokenizer needs an EOS token for vicuna_v1_1");
     return tok.eos_id();
   }
-  return chatml_token_id(tok, kImEnd);
+  return template_token_id(tmpl, tok, message_layout(tmpl).close);
 }
 
-int32_t chatml_token_id(const Tokenizer& tok, const char* piece) {
+int32_t template_token_id(const ChatTemplate& tmpl, const Tokenizer& tok, const std::string& piece) {
   const int32_t id = tok.piece_to_id(piece);
-  if (id < 0 || tok.encode(piece, false, false) != std::vector<int32_t>{id})
-    fail(tok.source(), std::string("ChatML's special token ") + piece +
-                           " is not registered (the template needs <|im_start|> and <|im_end|>)");
+  if (id < 0 || tok.encode(piece, false, false) != std::vector<int32_t>{id}) {
+    std::string all;
+    for (const std::string& r : chat_token_texts(tmpl)) all += (all.empty() ? "" : ", ") + r;
+    fail(tok.source(), std::string(chat_template_name(tmpl)) + "'s special token " + piece +
+                           " is not registered (the template needs " + all + ")");
+  }
   return id;
 }
 

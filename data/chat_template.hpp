@@ -1,7 +1,7 @@
 #pragma once
 // The chat templates a conversation can be rendered in: FastChat's vicuna_v1_1 (what GraphGPT
-// trains with) and ChatML (what SmolLM2-Instruct and other Hugging Face chat models use).
-// data/conversation.hpp tokenises a record in either, with the loss mask. No libtorch.
+// trains with), ChatML (SmolLM2-Instruct's, Qwen2.5's) and Llama 3's header template.
+// data/conversation.hpp tokenises a record in any of them, with the loss mask. No libtorch.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,10 +23,12 @@ inline constexpr const char* kGraphChatSystem =
     "You are able to understand the graph structures that the user provides, and assist the user with a variety of "
     "tasks using natural language."
     "Follow the instructions carefully and explain your answers in detail.";
+// Qwen2.5-Instruct's chat_template puts this system message first when there is none.
+inline constexpr const char* kQwen25System = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 inline constexpr const char* kImStart = "<|im_start|>";
 inline constexpr const char* kImEnd = "<|im_end|>";
 
-enum class ChatFormat { kVicunaV11, kChatML };
+enum class ChatFormat { kVicunaV11, kChatML, kLlama3 };
 
 // Which template and its system message. For the vicuna layout an empty system is vicuna_v1_1's
 // own (kVicunaSystem); graphchat_v1 is the vicuna layout with kGraphChatSystem.
@@ -38,38 +40,58 @@ struct ChatTemplate {
   static ChatTemplate vicuna_v1_1() { return {}; }
   static ChatTemplate graphchat_v1() { return {ChatFormat::kVicunaV11, kGraphChatSystem}; }
   static ChatTemplate chatml(std::string system = kSmolLM2System) { return {ChatFormat::kChatML, std::move(system)}; }
+  static ChatTemplate qwen2_5() { return chatml(kQwen25System); }
+  // Meta-Llama-3-Instruct's: no system message unless given.
+  static ChatTemplate llama3(std::string system = "") { return {ChatFormat::kLlama3, std::move(system)}; }
 };
+
+// How ChatML and Llama 3 lay out messages: head, then per message open(role) + content + close
+// + after_close. The answer and its close are what training learns; close is where an answer
+// ends in generation.
+struct MessageLayout {
+  std::string head;  // before the first message: BOS text, the system message
+  std::string user_open, assistant_open, close, after_close;
+  bool trim = false;  // Llama 3's template strips each content (Jinja's trim; ASCII whitespace here)
+  std::vector<std::string> reserved;  // its special tokens: registered in the tokenizer, in no turn
+};
+// Not for vicuna_v1_1 (data/conversation.cpp lays that out, with FastChat's separators).
+MessageLayout message_layout(const ChatTemplate& tmpl);
+// A message's content as the layout renders it (trimmed for Llama 3).
+std::string layout_content(const MessageLayout& layout, const std::string& value);
 
 // The system message the vicuna layout renders: tmpl.system, or kVicunaSystem when it is empty.
 std::string vicuna_system(const ChatTemplate& tmpl);
 
 // By the name [data].template uses: "vicuna_v1_1", "graphchat_v1" (GraphGPT's evaluation
-// prompt) or "chatml" (SmolLM2's system message). Anything else is an InputError naming `where`.
+// prompt), "chatml" (SmolLM2's system message), "qwen2.5" (ChatML with Qwen2.5's) or "llama3".
+// Anything else is an InputError naming `where`.
 ChatTemplate chat_template_named(const std::string& name, const std::string& where);
 const char* chat_template_name(const ChatTemplate& tmpl);
 
 // The template's text for the turns (human, gpt, ... from human; InputError otherwise), values
 // used as they are (expand graph markers first). vicuna_v1_1: vicuna_v1_1_prompt(turns).
 // ChatML: "<|im_start|>system\n" + system + "<|im_end|>\n", then per turn "<|im_start|>" +
-// (user | assistant) + "\n" + value + "<|im_end|>\n", exactly SmolLM2's chat_template.
+// (user | assistant) + "\n" + value + "<|im_end|>\n", exactly SmolLM2's and Qwen2.5's
+// chat_template. Llama 3: "<|begin_of_text|>", then per turn "<|start_header_id|>" + role +
+// "<|end_header_id|>\n\n" + trimmed value + "<|eot_id|>", exactly Meta-Llama-3-Instruct's.
 // add_generation_prompt (the turns must then end with a human one) appends what opens the
-// answer: "ASSISTANT:" for vicuna_v1_1 (FastChat's empty last message), "<|im_start|>assistant\n"
-// for ChatML (HF's add_generation_prompt).
+// answer: "ASSISTANT:" for vicuna_v1_1 (FastChat's empty last message), the assistant's opening
+// for the others (HF's add_generation_prompt).
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns, bool add_generation_prompt = false);
 
 // The texts in render_chat's output that stand for one token id each rather than for text:
-// vicuna_v1_1's "</s>" (the EOS id), ChatML's "<|im_start|>" and "<|im_end|>". Training a
-// tokenizer on rendered conversations drops them.
+// vicuna_v1_1's "</s>" (the EOS id), the others' MessageLayout::reserved. Training a tokenizer on
+// rendered conversations drops them.
 std::vector<std::string> chat_token_texts(const ChatTemplate& tmpl);
 
 // The id that ends an answer, where generation stops: the tokenizer's EOS for vicuna_v1_1,
-// <|im_end|> for ChatML (which must be a registered special token of the tokenizer: InputError
-// naming the tokenizer otherwise; SmolLM2's EOS is <|im_end|> anyway).
+// the layout's close otherwise (<|im_end|>, <|eot_id|>), which must be a registered special
+// token of the tokenizer (InputError naming the tokenizer otherwise).
 int32_t chat_stop_id(const ChatTemplate& tmpl, const Tokenizer& tokenizer);
 
-// The id of kImStart or kImEnd, which must be a registered special token of the tokenizer (as
-// plain text, "<|im_end|>" would be learned as several pieces and generation would never stop
-// on it): InputError naming the tokenizer otherwise.
-int32_t chatml_token_id(const Tokenizer& tokenizer, const char* piece);
+// The id of one of the template's reserved texts, which must be a registered special token of
+// the tokenizer (as plain text, "<|im_end|>" would be learned as several pieces and generation
+// would never stop on it): InputError naming the tokenizer otherwise.
+int32_t template_token_id(const ChatTemplate& tmpl, const Tokenizer& tokenizer, const std::string& piece);
 
 }  // namespace gt

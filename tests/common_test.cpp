@@ -113,17 +113,17 @@ TEST(Config, IntegersBeyondInt64AreRefused) {
             "big.toml: [checkpoint].keep_latest: must be at most 2147483647, got 3000000000");
 }
 
-TEST(Config, DataTemplateIsVicunaOrChatML) {
+TEST(Config, DataTemplateIsOneOfTheKnown) {
   auto p = write_tmp("tmpl.toml", "[data]\ntemplate = \"chatml\"\n");
   EXPECT_EQ(gt::read_job_config(p, {}).data.chat_template, "chatml");
   EXPECT_EQ(gt::read_job_config(p, {{"data.template", "vicuna_v1_1"}}).data.chat_template, "vicuna_v1_1");
   EXPECT_EQ(gt::read_job_config("", {}).data.chat_template, "vicuna_v1_1");
-  auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"data.template", "llama3"}}); });
-  EXPECT_NE(msg.find("command line --data.template: 'llama3' is not one of: vicuna_v1_1, graphchat_v1, chatml"), std::string::npos)
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"data.template", "llama2"}}); });
+  EXPECT_NE(msg.find("command line --data.template: 'llama2' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3"), std::string::npos)
       << msg;
   auto bad = write_tmp("tmpl_bad.toml", "[data]\ntemplate = \"ChatML\"\n");
   msg = gt::test::input_error_of([&] { gt::read_job_config(bad, {}); });
-  EXPECT_NE(msg.find("tmpl_bad.toml: [data].template: 'ChatML' is not one of: vicuna_v1_1, graphchat_v1, chatml"), std::string::npos)
+  EXPECT_NE(msg.find("tmpl_bad.toml: [data].template: 'ChatML' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3"), std::string::npos)
       << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
 }

@@ -545,8 +545,8 @@ TEST(ChatML, NamesStopIdAndTokenTexts) {
   EXPECT_EQ(gt::chat_template_named("chatml", "t").system, kSmolSystem);
   EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("chatml", "t")), "chatml");
   EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("vicuna_v1_1", "t")), "vicuna_v1_1");
-  const std::string msg = input_error_of([] { gt::chat_template_named("llama3", "cfg.toml: [data].template"); });
-  EXPECT_NE(msg.find("cfg.toml: [data].template: 'llama3' is not one of: vicuna_v1_1, graphchat_v1, chatml"),
+  const std::string msg = input_error_of([] { gt::chat_template_named("llama2", "cfg.toml: [data].template"); });
+  EXPECT_NE(msg.find("cfg.toml: [data].template: 'llama2' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3"),
             std::string::npos)
       << msg;
   EXPECT_EQ(gt::chat_token_texts(gt::ChatTemplate::chatml()), (std::vector<std::string>{"<|im_start|>", "<|im_end|>"}));
@@ -670,7 +670,7 @@ TEST(ChatML, BadTokenizerOrTurnTextIsAnInputError) {
   auto tok = chatml_byte_tokenizer();
   auto bad = make_record("cora_2", {{"human", "G <graph>?"}, {"gpt", "yes<|im_end|>no"}});
   msg = input_error_of([&] { gt::tokenize_conversation(bad, {4}, *tok, 4096, chatml); });
-  EXPECT_NE(msg.find("record id \"cora_2\": conversations[1].value holds ChatML's reserved text \"<|im_end|>\""),
+  EXPECT_NE(msg.find("record id \"cora_2\": conversations[1].value holds chatml's reserved text \"<|im_end|>\""),
             std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
@@ -696,4 +696,61 @@ TEST(ChatMLLlama, MaskWithSentencePiece) {
                             {{"human", gt::expand_graph_markers("Paper graph: <graph>. Which class?", {5})},
                              {"gpt", "Diabetes Mellitus Type 2"}, {"human", "Why?"},
                              {"gpt", "Its neighbours are about insulin resistance."}}));
+}
+
+// ---- Llama 3's header template. ----
+
+// Meta-Llama-3-Instruct's chat_template rendered with jinja2 gives this text byte for byte: BOS
+// text, no system message unless given, each content trimmed, <|eot_id|> closing each message.
+TEST(Llama3Template, ExactIdsAndMaskWithTheByteTokenizer) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  const auto ids = tok->add_special_tokens({"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"});
+  ASSERT_EQ(ids, (std::vector<int32_t>{262, 263, 264, 265}));
+  const int32_t B = 262, SH = 263, EH = 264, EOT = 265, GS = 260, GP = 259, GE = 261;
+  const auto llama3 = gt::ChatTemplate::llama3();
+  EXPECT_STREQ(gt::chat_template_name(gt::chat_template_named("llama3", "t")), "llama3");
+  EXPECT_EQ(gt::chat_stop_id(llama3, *tok), EOT);
+  EXPECT_EQ(gt::render_chat(llama3, {{"human", "  Hi \n"}, {"gpt", " yes "}}),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nyes<|eot_id|>");
+  EXPECT_EQ(gt::render_chat(gt::ChatTemplate::llama3("Be brief. "), {{"human", "q"}}, true),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+
+  auto rec = make_record("cora_1", {{"human", " G <graph>? "}, {"gpt", "yes\n"}, {"human", "B?"}, {"gpt", "zz"}});
+  const auto ex = gt::tokenize_conversation(rec, {4}, *tok, 4096, llama3);
+  const std::vector<int32_t> first_prompt =
+      cat({{B, SH}, byte_ids("user"), {EH}, byte_ids("\n\nG "), {GS, GP, GP, GP, GP, GE}, byte_ids("?"), {EOT, SH},
+           byte_ids("assistant"), {EH}, byte_ids("\n\n")});
+  const std::vector<int32_t> second_prompt =
+      cat({{SH}, byte_ids("user"), {EH}, byte_ids("\n\nB?"), {EOT, SH}, byte_ids("assistant"), {EH}, byte_ids("\n\n")});
+  EXPECT_EQ(ex.input_ids, cat({first_prompt, byte_ids("yes"), {EOT}, second_prompt, byte_ids("zz"), {EOT}}));
+  // Learned: each trimmed answer and its <|eot_id|>; nothing follows the close.
+  EXPECT_EQ(learned_texts(ex, *tok), (std::vector<std::string>{"yes<|eot_id|>", "zz<|eot_id|>"}));
+  const auto pos = learned_positions(ex);
+  ASSERT_EQ(pos.size(), 7u);
+  EXPECT_EQ(pos[0], first_prompt.size());
+  EXPECT_EQ(pos.back() + 1, ex.input_ids.size());
+  expect_graph_span(ex, *tok, 0, 4);
+  // The generation prompt is the training ids up to the last answer.
+  const auto p = gt::tokenize_prompt(rec, {4}, *tok, 4096, llama3);
+  EXPECT_EQ(p.input_ids, std::vector<int32_t>(ex.input_ids.begin(), ex.input_ids.end() - 3));
+
+  // Its special tokens must be registered, and no turn may hold one.
+  auto plain = graph_tokenizer(gt::byte_tokenizer());
+  std::string msg = input_error_of([&] { gt::tokenize_conversation(rec, {4}, *plain, 4096, llama3); });
+  EXPECT_NE(msg.find("llama3's special token <|begin_of_text|> is not registered"), std::string::npos) << msg;
+  auto bad = make_record("cora_2", {{"human", "G <graph>?"}, {"gpt", "yes<|eot_id|>no"}});
+  msg = input_error_of([&] { gt::tokenize_conversation(bad, {4}, *tok, 4096, llama3); });
+  EXPECT_NE(msg.find("conversations[1].value holds llama3's reserved text \"<|eot_id|>\""), std::string::npos) << msg;
+}
+
+// Qwen2.5's template is ChatML with Qwen's own default system message.
+TEST(ChatML, Qwen25IsChatMLWithItsSystemMessage) {
+  const auto q = gt::chat_template_named("qwen2.5", "t");
+  EXPECT_EQ(q.format, gt::ChatFormat::kChatML);
+  EXPECT_STREQ(gt::chat_template_name(q), "qwen2.5");
+  EXPECT_EQ(gt::render_chat(q, {{"human", "Hi"}}, true),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }

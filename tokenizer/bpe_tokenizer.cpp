@@ -23,7 +23,7 @@ class BpeTokenizer : public Tokenizer {
       : Tokenizer(std::move(source), unk, bos, eos, pad),
         tokens_(std::move(tokens)),
         types_(std::move(types)),
-        pre_(pre),
+        pre_(pre, this->source()),
         ignore_merges_(ignore_merges) {
     for (size_t id = 0; id < tokens_.size(); ++id)
       ids_.emplace(tokens_[id], static_cast<int32_t>(id));  // the first of duplicates wins

@@ -1,6 +1,7 @@
 #pragma once
 // Byte-level BPE (GPT-2 style), as GGUF's tokenizer.ggml.model "gpt2" and Hugging Face's
-// tokenizer.json with a BPE model describe it: SmolLM2, GPT-2, StarCoder. No libtorch.
+// tokenizer.json with a BPE model describe it: SmolLM2, GPT-2, StarCoder, Llama 3, Qwen2.
+// No libtorch.
 //
 // Encoding: the text is cut into pieces by the pre-tokenizer, each piece's bytes become
 // GPT-2's byte-level characters (one token each), and the merges are applied lowest rank
@@ -41,7 +42,8 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::string source, BpeVocabulary 
                                               const PreTokenizerSpec& pre, bool ignore_merges);
 
 // A Hugging Face tokenizer.json whose model is BPE with a ByteLevel pre-tokenizer (optionally
-// after Digits) and no normalizer: vocab, merges ("a b" or ["a", "b"]), added_tokens.
+// after Digits or a regex Split) and no normalizer or NFC: vocab, merges ("a b" or ["a", "b"]),
+// added_tokens.
 // BOS/EOS/PAD come from tokenizer_config.json beside it when there is one (else none; PAD
 // then falls back to EOS). What graphtune cannot reproduce is an InputError naming the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);

@@ -33,7 +33,8 @@ void unsupported(const std::string& path, const std::string& field, const json& 
   fail(path, field + " = " + value.dump() + " is not supported yet");
 }
 
-// ByteLevel, or a Sequence of Digits then ByteLevel (SmolLM2, StarCoder).
+// ByteLevel, or a Sequence of Digits (SmolLM2, StarCoder) or a regex Split (Llama 3, Qwen2)
+// then ByteLevel.
 PreTokenizerSpec parse_pre_tokenizer(const json& pre, const std::string& path) {
   std::vector<json> steps;
   if (pre.is_object() && pre.value("type", "") == "Sequence")
@@ -44,11 +45,14 @@ PreTokenizerSpec parse_pre_tokenizer(const json& pre, const std::string& path) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const json& s = steps[i];
     std::string type = s.is_object() ? s.value("type", "") : "";
-    bool last = i + 1 == steps.size();
-    if (type == "Digits" && !last && spec.digits == PreTokenizerSpec::Digits::kNone && i == 0) {
+    bool first_of_two = i == 0 && steps.size() == 2;
+    if (type == "Digits" && first_of_two) {
       spec.digits = flag(s, "individual_digits", false) ? PreTokenizerSpec::Digits::kIndividual
                                                         : PreTokenizerSpec::Digits::kRuns;
-    } else if (type == "ByteLevel" && last) {
+    } else if (type == "Split" && first_of_two && s.contains("pattern") && s["pattern"].contains("Regex") &&
+               s.value("behavior", "") == "Isolated" && !flag(s, "invert", false)) {
+      spec.split_regex = s["pattern"]["Regex"].get<std::string>();
+    } else if (type == "ByteLevel" && i + 1 == steps.size()) {
       spec.add_prefix_space = flag(s, "add_prefix_space", true);  // tokenizers' default
       spec.use_regex = flag(s, "use_regex", true);
     } else {
@@ -81,13 +85,17 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
         unsupported(path, std::string("model.") + key, model[key]);
     if (model.contains("dropout") && !model["dropout"].is_null())
       unsupported(path, "model.dropout", model["dropout"]);
-    if (j.contains("normalizer") && !j["normalizer"].is_null())
-      unsupported(path, "normalizer", j["normalizer"]);
+    bool nfc = false;
+    if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+      if (j["normalizer"].value("type", "") != "NFC") unsupported(path, "normalizer", j["normalizer"]);
+      nfc = true;
+    }
     if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
       unsupported(path, "decoder", j["decoder"]);
     if (!j.contains("pre_tokenizer") || j["pre_tokenizer"].is_null())
       unsupported(path, "pre_tokenizer", nullptr);
     PreTokenizerSpec pre = parse_pre_tokenizer(j["pre_tokenizer"], path);
+    pre.nfc = nfc;
 
     BpeVocabulary v;
     // Ids are 0..n-1 for n listed tokens: check each against n before growing the table, so a

