@@ -227,8 +227,11 @@ LlamaConfig read_hf_config(const std::string& dir) {
     cfg.bos_id = v[0];
   }
   // Llama 3.x lists <|end_of_text|>, <|eom_id|> and <|eot_id|>: the first is the model's end of
-  // sequence (generation stops at its tokenizer's end token).
-  if (auto v = r.token_ids("eos_token_id"); !v.empty()) cfg.eos_id = v[0];
+  // sequence, and generation stops at any of them (as transformers.generate does).
+  if (auto v = r.token_ids("eos_token_id"); !v.empty()) {
+    cfg.eos_id = v[0];
+    cfg.extra_eos_ids.assign(v.begin() + 1, v.end());
+  }
   // pad_token_id is often null or -1; graphtune masks padding, so only a usable id is kept.
   if (auto v = r.token_ids("pad_token_id"); v.size() == 1 && v[0] >= 0 && v[0] < cfg.vocab_size) cfg.pad_id = v[0];
 
@@ -293,6 +296,15 @@ LlamaConfig read_hf_config(const std::string& dir) {
 
 namespace hf_detail {
 
+namespace {
+json eos_token_id_json(const LlamaConfig& cfg) {
+  if (cfg.extra_eos_ids.empty()) return cfg.eos_id;
+  json ids = json::array({cfg.eos_id});
+  for (int64_t id : cfg.extra_eos_ids) ids.push_back(id);
+  return ids;
+}
+}  // namespace
+
 // The keys transformers' config of the model's family (4.x and 5.x) reads, in the 4.x spelling,
 // which 5.x still accepts; sorted like transformers' own output.
 std::string config_json(const LlamaConfig& cfg, const std::string& torch_dtype) {
@@ -323,7 +335,7 @@ std::string config_json(const LlamaConfig& cfg, const std::string& torch_dtype) 
   }
   j["tie_word_embeddings"] = cfg.tie_embeddings;
   j["bos_token_id"] = cfg.bos_id;
-  j["eos_token_id"] = cfg.eos_id;
+  j["eos_token_id"] = eos_token_id_json(cfg);
   j["pad_token_id"] = cfg.pad_id;
   j["hidden_act"] = "silu";
   j["attention_dropout"] = 0.0;
@@ -350,7 +362,7 @@ std::string generation_config_json(const LlamaConfig& cfg) {
   json j;
   j["_from_model_config"] = true;
   j["bos_token_id"] = cfg.bos_id;
-  j["eos_token_id"] = cfg.eos_id;
+  j["eos_token_id"] = eos_token_id_json(cfg);
   j["pad_token_id"] = cfg.pad_id;
   return j.dump(2) + "\n";
 }

@@ -48,6 +48,8 @@ std::string LlamaConfig::problem() const {
   if (sliding_window < 0) return "sliding_window must be >= 0";
   if (bos_id < 0 || bos_id >= vocab_size || eos_id < 0 || eos_id >= vocab_size)
     return "bos/eos ids outside the vocabulary";
+  for (int64_t id : extra_eos_ids)
+    if (id < 0 || id >= vocab_size) return "eos_token_id " + std::to_string(id) + " is outside the vocabulary";
   return "";
 }
 

@@ -49,6 +49,9 @@ struct LlamaConfig {
   int64_t sliding_window = 0;
   bool tie_embeddings = false;       // output head shares the token embedding
   int64_t bos_id = 1, eos_id = 2, pad_id = 0;
+  // eos_token_id's other ids when it is a list (Llama 3.1: <|eom_id|>, <|eot_id|>): plain
+  // generation ends at any of them as at eos_id.
+  std::vector<int64_t> extra_eos_ids;
   // GraphGPT's keys a Hugging Face config.json carries (graph_hidden_size, graph_tower, ...):
   // read past, not used; the trainers name them in one line.
   std::vector<std::string> graphgpt_keys;

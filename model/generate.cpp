@@ -77,7 +77,10 @@ std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, 
   if (static_cast<int64_t>(prompt.size()) > capacity) return out;
   Sampler sampler(params.temperature, params.top_p, params.seed);
   std::vector<int64_t> ids(prompt.begin(), prompt.end());
-  const auto finished = [&](int32_t next) { return next == cfg.bos_id || next == cfg.eos_id || next == params.stop_id; };
+  const auto finished = [&](int32_t next) {
+    return next == cfg.bos_id || next == cfg.eos_id || next == params.stop_id ||
+           std::find(cfg.extra_eos_ids.begin(), cfg.extra_eos_ids.end(), next) != cfg.extra_eos_ids.end();
+  };
 
   if (!params.kv_cache) {
     // Only the last position's logits are needed, so the head runs on it alone: the baseline

@@ -22,7 +22,7 @@ struct SamplingParams {
 };
 
 // Runs the prompt through the model, then samples up to max_new_tokens more. on_token(id) is
-// called for every new token as it is chosen; generation stops at BOS, EOS or stop_id (not
+// called for every new token as it is chosen; generation stops at BOS, EOS (any of extra_eos_ids too) or stop_id (not
 // passed to on_token). Returns the new tokens.
 std::vector<int32_t> generate(Llama& model, const std::vector<int32_t>& prompt, const SamplingParams& params,
                               const std::function<void(int32_t)>& on_token);

@@ -128,6 +128,26 @@ def family_checks(name, cfg, tmp):
           len(printable(want_text)) > 10 and printable(got_text).endswith(printable(want_text)),
           f"transformers {want_text!r}, graphtune {got_text.strip()!r}")
 
+    if name == "llama3":
+        # eos_token_id a list: generation ends at any of its ids, as transformers.generate does.
+        new = out[len(ids):]
+        end = new[6]
+        listed = os.path.join(tmp, name + "-eos-list")
+        os.makedirs(listed)
+        conf = json.load(open(os.path.join(folder, "config.json")))
+        conf["eos_token_id"] = [2, end]
+        json.dump(conf, open(os.path.join(listed, "config.json"), "w"))
+        os.link(os.path.join(folder, "model.safetensors"), os.path.join(listed, "model.safetensors"))
+        with torch.no_grad():
+            stopped = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=[2, end],
+                                     pad_token_id=0)[0].tolist()[len(ids):]
+        want_stop = text_of(stopped[:-1] if stopped[-1] == end else stopped)
+        got_stop = graphtune_greedy(listed, prompt, 24)
+        check("llama3: generation stops at the second id of an eos_token_id list",
+              len(stopped) < 24 and stopped[-1] == end and printable(got_stop).endswith(printable(want_stop))
+              and len(printable(got_stop)) < len(printable(got_text)),
+              f"transformers {want_stop!r} ({len(stopped)} tokens), graphtune {got_stop.strip()!r}")
+
     converted = os.path.join(tmp, name + "-converted")
     run(WORKER, "convert", "--model", folder, "--out", converted)
     again = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
