@@ -204,11 +204,13 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
     for (auto& [name, shape] : LoraAdapters::shapes(lora->settings(), model->llm->config()))
       trainable += shape[0] * shape[1];  // every stage's, as the LLM is counted whole
   std::fprintf(stderr,
-               "graphtune: stage %s: %lld records, %lld steps (batch %lld x accumulation %lld), LLM %s frozen, "
-               "%lld trainable parameters (%s)\n",
+               "graphtune: stage %s: %lld records, %lld steps (batch %lld x accumulation %lld), LLM %s (%s, %lld "
+               "layers) frozen, %lld trainable parameters (%s)\n",
                name_of(cfg.training.stage), static_cast<long long>(records), static_cast<long long>(steps),
                static_cast<long long>(cfg.training.batch_size), static_cast<long long>(cfg.training.grad_accum_steps),
-               cfg.model.path.c_str(), static_cast<long long>(trainable), name_of(cfg.training.trainable));
+               cfg.model.path.c_str(), family_name(model->llm->config().family),
+               static_cast<long long>(model->llm->config().n_layers), static_cast<long long>(trainable),
+               name_of(cfg.training.trainable));
   // Frozen LLM and encoder are bf16 already (build_graphgpt); the projector and rows stay fp32.
   std::fprintf(stderr, "graphtune: %s\n", precision_summary(cfg.model.dtype, frozen_bytes(*model)).c_str());
   if (cfg.model.encoder_dropout > 0)
