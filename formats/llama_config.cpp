@@ -46,6 +46,14 @@ std::string LlamaConfig::problem() const {
     return "llama3 rope scaling needs factor >= 1, high_freq_factor > low_freq_factor > 0 and a positive "
            "original_max_position_embeddings";
   if (sliding_window < 0) return "sliding_window must be >= 0";
+  if (!rope_freq_factors.empty()) {
+    if (n_heads > 0 && static_cast<int64_t>(rope_freq_factors.size()) * 2 != head_dim())
+      return "rope_freqs has " + std::to_string(rope_freq_factors.size()) + " factors for head size " +
+             std::to_string(head_dim()) + " (one per rotary frequency, head size / 2)";
+    for (double f : rope_freq_factors)
+      if (!(f > 0)) return "rope_freqs holds a factor that is not positive";
+    if (l3.on()) return "both rope_freqs factors and llama3 rope scaling";
+  }
   if (bos_id < 0 || bos_id >= vocab_size || eos_id < 0 || eos_id >= vocab_size)
     return "bos/eos ids outside the vocabulary";
   for (int64_t id : extra_eos_ids)

@@ -40,6 +40,9 @@ struct LlamaConfig {
   double rope_theta = 10000.0;
   double rope_scaling_factor = 1.0;  // linear RoPE scaling: positions divided by this
   Llama3Rope rope_llama3;
+  // llama.cpp's form of Llama 3's scaling (GGUF's rope_freqs.weight): rotary frequency i divided
+  // by factor i; empty when unused. A Hugging Face folder gives rope_llama3 instead.
+  std::vector<double> rope_freq_factors;
   ModelFamily family = ModelFamily::kLlama;
   // Biases on the q, k and v projections (Qwen2; LLaMA's attention_bias), and on o (LLaMA's).
   bool qkv_bias = false, o_bias = false;

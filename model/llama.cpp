@@ -34,7 +34,7 @@ LlamaImpl::LlamaImpl(const LlamaConfig& cfg, const LlamaStage& stage) : cfg_(cfg
   if (auto p = cfg.problem(); !p.empty()) fail("model config", p);
   if (stage_.last < 0) stage_.last = cfg.n_layers;
   rope_ = std::make_shared<RopeTables>(cfg.head_dim(), cfg.rope_theta, cfg.rope_scaling_factor, cfg.max_seq_len,
-                                       cfg.rope_llama3);
+                                       cfg.rope_llama3, cfg.rope_freq_factors);
   const int64_t D = cfg.dim, H = cfg.hidden_dim, KV = cfg.kv_dim();
   // Each weight at its shape if this stage holds it, else empty: never allocated.
   auto add = [&](const std::string& name, std::vector<int64_t> shape) {

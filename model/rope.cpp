@@ -24,10 +24,12 @@ torch::Tensor llama3_frequencies(const torch::Tensor& inv_freq, const Llama3Rope
 }  // namespace
 
 RopeTables::RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions,
-                       const Llama3Rope& llama3)
+                       const Llama3Rope& llama3, const std::vector<double>& freq_factors)
     : scaling_(scaling), built_positions_(std::max<int64_t>(initial_positions, 1)) {
   inv_freq_ = 1.0 / torch::pow(theta, torch::arange(0, head_dim, 2, torch::kInt64).to(torch::kFloat32) / head_dim);
   if (llama3.on()) inv_freq_ = llama3_frequencies(inv_freq_, llama3);
+  if (!freq_factors.empty())  // llama.cpp divides in float32 by the stored float32 factors
+    inv_freq_ = inv_freq_ / torch::tensor(freq_factors, torch::kFloat64).to(torch::kFloat32);
 }
 
 torch::Tensor RopeTables::angles(const torch::Tensor& positions, const torch::Tensor& inv_freq) const {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "formats/llama_config.hpp"
 
@@ -18,8 +19,10 @@ namespace gt {
 class RopeTables {
  public:
   // Hugging Face's rotate-half layout: angle i repeats at i + head_dim/2. Positions are
-  // divided by `scaling` (linear RoPE scaling); `llama3`, when on, rescales the frequencies.
-  RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions, const Llama3Rope& llama3 = {});
+  // divided by `scaling` (linear RoPE scaling); `llama3`, when on, rescales the frequencies;
+  // `freq_factors`, when given (head_dim/2 of them), divide them one by one as llama.cpp does.
+  RopeTables(int64_t head_dim, double theta, double scaling, int64_t initial_positions, const Llama3Rope& llama3 = {},
+             const std::vector<double>& freq_factors = {});
 
   // cos and sin on `like`'s device in its dtype: [T, head_dim] for positions pos0..pos0+T-1,
   // or, with position_ids [B, T] defined, [B, 1, T, head_dim] (broadcast over the heads).

