@@ -77,7 +77,7 @@ expect_fail "size does not match shape and type" \
   "$DRIVER" llama "$F/size_mismatch.gguf" "$TMP/x.safetensors"
 expect_fail "a type graphtune cannot decode" "$F/iq4_nl.gguf: tensor 'x' has ggml type IQ4_NL, which graphtune cannot dequantize" -- \
   "$DRIVER" dump "$F/iq4_nl.gguf" "$TMP/x.safetensors"
-expect_fail "architecture gpt2" "$F/gpt2.gguf: general.architecture is 'gpt2'; only 'llama' GGUF files are supported" -- \
+expect_fail "architecture gpt2" "$F/gpt2.gguf: general.architecture is 'gpt2'; supported: llama (LLaMA, Llama 3.x, Mistral), qwen2" -- \
   "$DRIVER" llama "$F/gpt2.gguf" "$TMP/x.safetensors"
 expect_fail "metadata of the wrong type" "$F/good.gguf: metadata key 'general.architecture' is STRING, not an integer" -- \
   "$DRIVER" get "$F/good.gguf" int general.architecture
