@@ -181,7 +181,8 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
   if (train && (t.steps < 0 || (t.steps == 0 && (!graph || t.epochs == 0))))
     r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
   t.trainable = in.one_of("training", "trainable", t.trainable,
-                          {Trainable::kGraphGpt, Trainable::kProjector, Trainable::kProjectorLora});
+                          {Trainable::kGraphGpt, Trainable::kGraphGptEncoder, Trainable::kProjector,
+                           Trainable::kProjectorLora});
   t.batch_size = in.positive("training", "batch_size", t.batch_size);
   t.seq_len = in.positive("training", "seq_len", t.seq_len);
   t.grad_accum_steps = in.positive("training", "grad_accum_steps", t.grad_accum_steps);
@@ -211,6 +212,8 @@ OptimizerSection read_optimizer(SectionReader& in) {
   o.beta1 = in.in_range("optimizer", "beta1", o.beta1, 0.0, 0.999999);
   o.beta2 = in.in_range("optimizer", "beta2", o.beta2, 0.0, 0.999999);
   o.eps = in.in_range("optimizer", "eps", o.eps, 0.0, 1.0);
+  o.encoder_lr = in.in_range("optimizer", "encoder_lr", o.lr, 0.0, 10.0);
+  o.encoder_weight_decay = in.in_range("optimizer", "encoder_weight_decay", o.weight_decay, 0.0, 10.0);
   return o;
 }
 

@@ -91,6 +91,8 @@ struct TrainingSection {
   // steps = 0: epochs over the instruction records (GraphGPT: 3 for stage 1, 2 for stage 2).
   int64_t steps = 200, epochs = 0, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
   Trainable trainable = Trainable::kGraphGpt;
+  bool trains_token_rows() const { return trainable == Trainable::kGraphGpt || trainable == Trainable::kGraphGptEncoder; }
+  bool trains_encoder() const { return trainable == Trainable::kGraphGptEncoder; }
   double max_grad_norm = 1.0;
   int64_t log_every = 10, threads = 0;  // 0: all cores
   // Recompute each decoder layer's activations in the backward pass instead of keeping them:
@@ -125,6 +127,9 @@ struct TrainingSection {
 // [optimizer] AdamW
 struct OptimizerSection {
   double lr = 3e-3, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  // The graph encoder's peak learning rate and weight decay when it trains ("graphgpt+encoder"),
+  // on the same schedule as lr; read with lr and weight_decay as their defaults.
+  double encoder_lr = 3e-3, encoder_weight_decay = 0.0;
 };
 
 // [lr_scheduler] linear warm-up, then cosine decay to min_lr_ratio * lr

@@ -22,9 +22,10 @@ inline bool is_graph_phase(Phase p) { return p == Phase::kGraphMatching || p == 
 enum class DType { kFp32, kBf16, kFp16 };
 
 // [training].trainable in the graph phases: the projector and the <g_start>/<g_end> rows
-// (GraphGPT's), the projector alone, or the projector and LoRA adapters on the frozen LLM
-// ([lora], model/lora.hpp).
-enum class Trainable { kGraphGpt, kProjector, kProjectorLora };
+// (GraphGPT's), those and the graph encoder (end to end through the frozen LLM, at
+// [optimizer].encoder_lr), the projector alone, or the projector and LoRA adapters on the
+// frozen LLM ([lora], model/lora.hpp).
+enum class Trainable { kGraphGpt, kGraphGptEncoder, kProjector, kProjectorLora };
 
 // [training].on_nonfinite: a step whose loss or gradient norm is not finite is skipped, or ends
 // the run.
@@ -63,7 +64,8 @@ struct NameTable<DType> {
 template <>
 struct NameTable<Trainable> {
   static constexpr NamedValue<Trainable> entries[] = {
-      {Trainable::kGraphGpt, "graphgpt"}, {Trainable::kProjector, "projector"}, {Trainable::kProjectorLora, "projector+lora"}};
+      {Trainable::kGraphGpt, "graphgpt"}, {Trainable::kGraphGptEncoder, "graphgpt+encoder"},
+      {Trainable::kProjector, "projector"}, {Trainable::kProjectorLora, "projector+lora"}};
 };
 template <>
 struct NameTable<NonFinitePolicy> {

@@ -52,7 +52,7 @@ struct PlanJob {
   int64_t global_batch = 0;
   bool bf16 = true;
   bool checkpointing = false;
-  Trainable trainable = Trainable::kGraphGpt;  // graph phases: the projector + 2 rows, or the projector
+  Trainable trainable = Trainable::kGraphGpt;  // graph phases: the projector + 2 rows (+ the encoder), or the projector
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   bool weights_from_file = false;  // loaded (a second copy while loading) or freshly initialised
   int64_t graph_hidden = 128;      // the graph encoder's output width (GraphGPT's 128)

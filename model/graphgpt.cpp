@@ -41,6 +41,11 @@ void GraphGptImpl::freeze_for_graph_tuning() {
   encoder->eval();
 }
 
+void GraphGptImpl::train_encoder() {
+  for (auto& p : encoder->parameters()) p.set_requires_grad(true);
+  encoder_trained_ = true;
+}
+
 std::vector<torch::Tensor> GraphGptImpl::trainable_parameters() {
   std::vector<torch::Tensor> out = projector->parameters();
   out.push_back(graph_token_rows_);
@@ -65,7 +70,9 @@ torch::Tensor GraphGptImpl::embed(const GraphGptBatch& batch) {
   for (const GraphInput& g : batch.graphs) {
     if (!batch.checked) check_graph(batch, g);
     torch::Tensor nodes;
-    {
+    if (encoder_trained_) {
+      nodes = encoder->forward(g.x, g.edge_index, batch.checked, g.dropout_seed);
+    } else {
       // The encoder is frozen and runs without gradient, as in the reference.
       torch::NoGradGuard ng;
       nodes = encoder->forward(g.x, g.edge_index, batch.checked, g.dropout_seed);

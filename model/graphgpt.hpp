@@ -87,6 +87,10 @@ class GraphGptImpl : public torch::nn::Module {
   void use_projection(Projection projection) { projection_ = std::move(projection); }
   // Frozen LLM and encoder, trainable projector and token rows (call after loading weights).
   void freeze_for_graph_tuning();
+  // The encoder trained too, end to end through the frozen LLM: its parameters require grad and
+  // it runs with gradient (after freeze_for_graph_tuning).
+  void train_encoder();
+  bool encoder_trained() const { return encoder_trained_; }
 
   // The embedding matrix with the two learned rows written back (for export).
   torch::Tensor merged_embedding() const;
@@ -105,7 +109,8 @@ class GraphGptImpl : public torch::nn::Module {
   void check_graph(const GraphGptBatch& batch, const GraphInput& g) const;
   GraphTokenIds ids_;
   torch::Tensor graph_token_rows_;
-  Projection projection_;  // [2, D]: <g_start>, <g_end>
+  Projection projection_;
+  bool encoder_trained_ = false;
 };
 TORCH_MODULE(GraphGpt);
 

@@ -113,6 +113,23 @@ TEST(Config, IntegersBeyondInt64AreRefused) {
             "big.toml: [checkpoint].keep_latest: must be at most 2147483647, got 3000000000");
 }
 
+// graphgpt+encoder trains the token rows and the encoder; the encoder's lr and weight decay
+// default to the optimizer's and are read and range-checked as theirs.
+TEST(Config, EncoderTrainingAndItsOwnRate) {
+  auto p = write_tmp("enc.toml", "[training]\ntrainable = \"graphgpt+encoder\"\n[optimizer]\nlr = 2e-5\nweight_decay = 0.1\n");
+  auto c = gt::read_job_config(p, {});
+  EXPECT_TRUE(c.training.trains_encoder());
+  EXPECT_TRUE(c.training.trains_token_rows());
+  EXPECT_DOUBLE_EQ(c.optimizer.encoder_lr, 2e-5);
+  EXPECT_DOUBLE_EQ(c.optimizer.encoder_weight_decay, 0.1);
+  c = gt::read_job_config(p, {{"optimizer.encoder_lr", "1e-3"}, {"optimizer.encoder_weight_decay", "0"}});
+  EXPECT_DOUBLE_EQ(c.optimizer.encoder_lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.optimizer.encoder_weight_decay, 0.0);
+  EXPECT_FALSE(gt::read_job_config("", {}).training.trains_encoder());
+  auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"optimizer.encoder_lr", "-1"}}); });
+  EXPECT_NE(msg.find("--optimizer.encoder_lr"), std::string::npos) << msg;
+}
+
 TEST(Config, DataTemplateIsOneOfTheKnown) {
   auto p = write_tmp("tmpl.toml", "[data]\ntemplate = \"chatml\"\n");
   EXPECT_EQ(gt::read_job_config(p, {}).data.chat_template, "chatml");

@@ -38,7 +38,8 @@ std::vector<StepLog> train_decoder_stage(Llama& llm, const DecoderBatches& batch
   StepRunner runner(rt, cfg.parallelism, cfg.training.grad_accum_steps, params, device);
   auto log = run_train_loop(
       params.decay, params.no_decay, cfg.optimizer, cfg.lr_scheduler, cfg.training, steps,
-      [&](int64_t step) { return runner.run(step, stage); }, [&] { return runner.grad_norm(); }, on_log, hooks);
+      [&](int64_t step) { return runner.run(step, stage); }, [&] { return runner.grad_norm(); }, on_log, hooks,
+      params.own_groups);
   if (report) report_rank_peak(rt, runner);
   return log;
 }

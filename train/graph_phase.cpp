@@ -53,8 +53,9 @@ std::vector<CheckpointedTensor> checkpointed_tensors(GraphGpt& model, const Para
       torch::Tensor mine = !tp_projector ? p : weight ? tp_projector->weight() : tp_projector->bias();
       held.push_back({name, mine, split, true});
     }
-    held.push_back({kGraphTokenRowsName, model->graph_token_rows(), -1, cfg.training.trainable == Trainable::kGraphGpt});
-    for (auto& [name, p] : model->encoder->named_weights()) held.push_back({"model.graph_tower." + name, p, -1, false});
+    held.push_back({kGraphTokenRowsName, model->graph_token_rows(), -1, cfg.training.trains_token_rows()});
+    for (auto& [name, p] : model->encoder->named_weights())
+      held.push_back({"model.graph_tower." + name, p, -1, cfg.training.trains_encoder()});
   }
   // Every stage its layers' adapters: trained with projector+lora, else [model].adapter's, frozen.
   if (LoraAdapters* lora = model->llm->lora())
@@ -115,8 +116,9 @@ void attach_lora(GraphGpt& model, const JobConfig& cfg, const ParallelRuntime& r
 }
 
 // What this rank trains: the projector (its slice of the output columns under tensor
-// parallelism), with trainable = graphgpt the <g_start>/<g_end> rows (both on stage 0), and with
-// projector+lora every stage its layers' adapters.
+// parallelism), with trainable = graphgpt the <g_start>/<g_end> rows (both on stage 0), with
+// graphgpt+encoder those and the encoder (whole on every tp rank: the projector's input gradient
+// is summed over tp), and with projector+lora every stage its layers' adapters.
 struct GraphTrainables {
   std::unique_ptr<ColumnParallelLinear> tp_projector;
   TrainedParameters params;
@@ -124,7 +126,7 @@ struct GraphTrainables {
 
 GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const ParallelRuntime& rt) {
   GraphTrainables t;
-  const bool rows = cfg.training.trainable == Trainable::kGraphGpt;
+  const bool rows = cfg.training.trains_token_rows();
   if (!rows) model->graph_token_rows().set_requires_grad(false);
   if (rt.shape.tp > 1) {
     t.tp_projector = std::make_unique<ColumnParallelLinear>(model->projector->weight().detach(),
@@ -145,6 +147,9 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
   t.params.no_decay.push_back(b);
   if (rows) t.params.no_decay.push_back(model->graph_token_rows());
   if (t.tp_projector) t.params.tp_sharded = {w, b};
+  if (model->encoder_trained())
+    t.params.own_groups.push_back(
+        {model->encoder->parameters(), cfg.optimizer.encoder_lr, cfg.optimizer.encoder_weight_decay});
   return t;
 }
 
@@ -200,6 +205,8 @@ DecoderBatches graph_batches(GraphBatchStream& stream, std::vector<GraphGptBatch
 void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_t steps) {
   int64_t trainable = 0;
   for (auto& p : model->trainable_parameters()) trainable += p.numel();
+  if (model->encoder_trained())
+    for (auto& p : model->encoder->parameters()) trainable += p.numel();
   if (LoraAdapters* lora = model->llm->lora(); lora && cfg.training.trainable == Trainable::kProjectorLora)
     for (auto& [name, shape] : LoraAdapters::shapes(lora->settings(), model->llm->config()))
       trainable += shape[0] * shape[1];  // every stage's, as the LLM is counted whole

@@ -216,7 +216,8 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   if (!projector_checkpoint.empty()) load_projector_checkpoint(s.model, projector_checkpoint);
   if (token_rows) s.model->load_token_rows(*token_rows, rows_file);
   s.model->freeze_for_graph_tuning();
-  // The encoder too, frozen, in bf16 for bf16 training (the LLM already is).
+  if (cfg.training.trains_encoder()) s.model->train_encoder();  // fp32 master weights, like the projector
+  // The encoder too when frozen, in bf16 for bf16 training (the LLM already is).
   if (cfg.model.bf16()) store_frozen_in_bf16(*s.model);
   return s;
 }

@@ -48,6 +48,7 @@ StepRunner::StepRunner(ParallelRuntime& rt, const ParallelismSection& parallelis
       memory_(std::make_unique<CpuMemoryTracker>()) {
   trainable_ = params_.decay;
   trainable_.insert(trainable_.end(), params_.no_decay.begin(), params_.no_decay.end());
+  for (const ParamGroup& g : params_.own_groups) trainable_.insert(trainable_.end(), g.params.begin(), g.params.end());
   if (rt_.shape.dp > 1)
     reducer_ = std::make_unique<GradReducer>(*rt_.dp, trainable_,
                                              static_cast<int64_t>(parallelism_.bucket_mb * 1024 * 1024));

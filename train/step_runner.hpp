@@ -49,6 +49,9 @@ struct TrainedParameters {
   // Held by both ends of the pipeline (tied embeddings): gradient summed over rt.ends,
   // counted in the norm on the first stage only.
   std::vector<torch::Tensor> tied;
+  // Groups at their own learning rate and weight decay (the graph encoder's), reduced, clipped
+  // and counted in the norm as the others (replicated over tp).
+  std::vector<ParamGroup> own_groups;
 };
 
 class StepRunner {

@@ -155,6 +155,10 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
     m["data.group_by_length"] = c.data.group_by_length ? "true" : "false";
     m["model.encoder_dropout"] = number(c.model.encoder_dropout);
     m["model.adapter"] = c.model.adapter;
+    if (c.training.trains_encoder()) {
+      m["optimizer.encoder_lr"] = number(c.optimizer.encoder_lr);
+      m["optimizer.encoder_weight_decay"] = number(c.optimizer.encoder_weight_decay);
+    }
     if (c.training.trainable == Trainable::kProjectorLora) {  // the adapters' shapes and scale
       std::string targets;
       for (const auto& t : c.lora.targets) targets += (targets.empty() ? "" : ",") + t;

@@ -75,21 +75,21 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
                                     const std::function<StepOutcome(int64_t step)>& step_fn,
                                     const std::function<double()>& grad_norm,
                                     const std::function<void(const StepLog&)>& on_log,
-                                    const TrainLoopHooks& hooks) {
-  auto opts = [&](double wd) {
+                                    const TrainLoopHooks& hooks, const std::vector<ParamGroup>& own_groups) {
+  auto opts = [&](double lr, double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(optimizer.lr).betas({optimizer.beta1, optimizer.beta2}).eps(optimizer.eps).weight_decay(wd));
+        torch::optim::AdamWOptions(lr).betas({optimizer.beta1, optimizer.beta2}).eps(optimizer.eps).weight_decay(wd));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty()) groups.emplace_back(decay, opts(optimizer.weight_decay));
-  if (!no_decay.empty()) groups.emplace_back(no_decay, opts(0.0));
+  std::vector<double> peak_lr;  // each group's, in the optimizer's group order
+  if (!decay.empty()) groups.emplace_back(decay, opts(optimizer.lr, optimizer.weight_decay)), peak_lr.push_back(optimizer.lr);
+  if (!no_decay.empty()) groups.emplace_back(no_decay, opts(optimizer.lr, 0.0)), peak_lr.push_back(optimizer.lr);
+  for (const ParamGroup& g : own_groups)
+    if (!g.params.empty()) groups.emplace_back(g.params, opts(g.lr, g.weight_decay)), peak_lr.push_back(g.lr);
   // A pipeline stage may own no trainable parameter (GraphGPT's frozen LLM layers): it still
   // runs every step's forward and backward, and takes part in the loss and norm reductions.
   std::unique_ptr<torch::optim::AdamW> opt;
   if (!groups.empty()) opt = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(optimizer.lr));
-  std::vector<torch::Tensor> params = decay;
-  params.insert(params.end(), no_decay.begin(), no_decay.end());
-
   if (hooks.restore) hooks.restore(opt.get());
 
   NonFiniteGuard nonfinite(training, hooks.rank);
@@ -98,9 +98,11 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
   int64_t window_tokens = 0, window_steps = 0, window_skipped = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (int64_t step = hooks.first_step; step < steps; ++step) {
-    const double lr = optimizer.lr * lr_multiplier(step, steps, lr_scheduler.warmup_ratio, lr_scheduler.min_lr_ratio);
+    const double multiplier = lr_multiplier(step, steps, lr_scheduler.warmup_ratio, lr_scheduler.min_lr_ratio);
+    const double lr = optimizer.lr * multiplier;
     if (opt) {
-      for (auto& g : opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+      for (size_t i = 0; i < opt->param_groups().size(); ++i)
+        static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[i].options()).lr(peak_lr[i] * multiplier);
       opt->zero_grad();
     }
     const auto step_t0 = std::chrono::steady_clock::now();
@@ -114,8 +116,9 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
       if (training.max_grad_norm > 0 && norm > training.max_grad_norm) {
         torch::NoGradGuard ng;
         const double coef = training.max_grad_norm / (norm + 1e-6);
-        for (auto& p : params)
-          if (p.grad().defined()) p.grad().mul_(coef);
+        for (auto& g : groups)
+          for (auto& p : g.params())
+            if (p.grad().defined()) p.grad().mul_(coef);
       }
       // A skipped step leaves AdamW untouched, its step count included (as DeepSpeed's loss
       // scaler does on overflow); the learning-rate schedule still moves on with the step.

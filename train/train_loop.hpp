@@ -76,6 +76,13 @@ struct TrainLoopHooks {
 // nothing at that size. One device-to-host copy, no read-back per parameter.
 torch::Tensor squared_grad_norm(const std::vector<torch::Tensor>& params);
 
+// A parameter group of its own besides decay (at [optimizer].weight_decay) and no_decay: its peak
+// learning rate and weight decay; the schedule's multiplier applies to lr as to [optimizer].lr.
+struct ParamGroup {
+  std::vector<torch::Tensor> params;
+  double lr = 0, weight_decay = 0;
+};
+
 // step(s) runs the forward and backward of optimizer step s (0-based) into zeroed gradients;
 // grad_norm() then returns the norm of the whole model's gradient (across ranks when the model
 // is split: train/step_runner.hpp), which is logged and, with max_grad_norm, clipped to.
@@ -88,7 +95,7 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
                                     const std::function<StepOutcome(int64_t step)>& step,
                                     const std::function<double()>& grad_norm,
                                     const std::function<void(const StepLog&)>& on_log,
-                                    const TrainLoopHooks& hooks = {});
+                                    const TrainLoopHooks& hooks = {}, const std::vector<ParamGroup>& own_groups = {});
 
 // One process, gradient accumulation by the caller: micro(step, k) runs micro-batch k of
 // optimizer step `step` and must call backward on its loss divided by training.grad_accum_steps.

@@ -61,6 +61,19 @@ cp "$TMP/gp/train_log.jsonl" "$TMP/gpr/train_log.jsonl"
 run gpr 2 "${GRAPH[@]}" --parallelism.pp 2 --parallelism.microbatches 2 --resume "$TMP/gpr/checkpoints/step_00000004"
 check "graph_matching, pp=2: resume is exact" exact gp gpr
 
+# The graph encoder trained too (its weights and AdamW state in the checkpoint): exact at pp=2,
+# and the encoder file written at the end is the same.
+ENC=("${GRAPH[@]}" --training.trainable graphgpt+encoder --optimizer.encoder_lr 5e-3)
+run ge 2 "${ENC[@]}" --parallelism.pp 2 --parallelism.microbatches 2
+resumed_from ge ger 4
+cp "$TMP/ge/train_log.jsonl" "$TMP/ger/train_log.jsonl"
+run ger 2 "${ENC[@]}" --parallelism.pp 2 --parallelism.microbatches 2 --resume latest
+check "graphgpt+encoder, pp=2: resume is exact" exact ge ger
+check "graphgpt+encoder: the encoder written at the end is the same file" cmp -s "$TMP/ge/graph_encoder.safetensors" \
+  "$TMP/ger/graph_encoder.safetensors"
+check "graphgpt+encoder: the encoder trained (it differs from the frozen run's)" bash -c \
+  "! cmp -s '$TMP/ge/graph_encoder.safetensors' '$TMP/gp/graph_encoder.safetensors'"
+
 # A rank killed after writing its shard of step 4, before the commit: step 4 is not committed,
 # `latest` is step 2, and the run resumed from it ends where gp did.
 GRAPHTUNE_TEST_KILL_IN_SAVE=1:4 run gk 2 "${GRAPH[@]}" --parallelism.pp 2 --parallelism.microbatches 2

@@ -7,6 +7,7 @@
 # length-grouped batches and encoder dropout 0.1, tp=2 and dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
 # dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
+# The graph encoder trained too (graphgpt+encoder): dp=2, pp=2, tp=2, dp=2 x pp=2.
 # The graph stages pack each micro-batch's records with their shared prompt prefix once (the
 # default): padded rows, packed rows each with its own prefix, activation checkpointing and 1F1B
 # over padded rows equal it, with LoRA too.
@@ -73,6 +74,24 @@ against_serial lo "graph_projector.safetensors adapter/adapter_model.safetensors
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4" \
   "padded 1 --training.packing false" "unshared 1 --training.share_prefix false" \
   "ckpt 1 --training.activation_checkpointing true"
+
+# The graph encoder trained too (graphgpt+encoder, its own learning rate and weight decay): on
+# stage 0, its gradients reduced over dp with the projector's, whole on every tp rank (the
+# projector's input gradient summed over tp).
+ENC=("${GRAPH[@]}" --training.trainable graphgpt+encoder --optimizer.encoder_lr 5e-3 --optimizer.encoder_weight_decay 0.01)
+run en_ref 1 "${ENC[@]}"
+check "graphgpt+encoder, one process, moves the encoder" "$PY" - "$TMP" <<'PYEOF'
+import sys, numpy as np
+from safetensors.numpy import load_file
+a, b = (load_file(f"{sys.argv[1]}/{d}/graph_encoder.safetensors") for d in ("g_ref", "en_ref"))
+change = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+print(f"    largest change of an encoder weight: {change:.3g}")
+assert change > 1e-4, change
+PYEOF
+against_serial en "${G_FILES[*]} graph_encoder.safetensors" ENC "dp2 2 --parallelism.dp 2" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2" \
+  "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...
