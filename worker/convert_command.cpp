@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "config/names.hpp"
+#include "formats/model_config.hpp"
 #include "model/llama.hpp"
 #include "weights/hf_folder.hpp"
 #include "weights/load_model.hpp"
@@ -70,6 +71,8 @@ int run_convert(const ConvertArgs& a) {
   struct stat st;
   if (!a.overwrite && ::stat(a.out.c_str(), &st) == 0) fail(a.out, "already exists (pass --overwrite to replace it)");
 
+  if (!read_model_config(a.model).rope_freq_factors.empty())  // before any weight is read
+    fail(a.model, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
   LoadedModel m = load_model(a.model);
   const char* dtype = name_of(resolve_dtype(requested, m.weights));
   save_hf_folder(a.out, m.config, m.weights, dtype, shard, a.overwrite);
