@@ -7,12 +7,14 @@
 #   - the majority class, and an MLP and a two-layer GCN (PyTorch Geometric) trained on the same
 #     labels and the node features the graph encoder gets (bench/quality_baselines.py);
 #   - a linear probe of each graph encoder's output: what the encoder carries.
-# Two graphs:
+# Graphs (QUALITY_GRAPHS):
 #   cora_ml  Cora-ML (text: its keywords), as the text-graph folder `graphtune data convert`
 #            writes (its features.npy: the 128-d text features the encoder gets);
 #   linqs    the classic Cora (LINQS): no text, 1,433 binary word features, through the same
 #            text-graph folder format as any user's graph (scripts/linqs_to_text_graph.py); the
-#            LLM can learn the answer from the graph tokens only.
+#            LLM can learn the answer from the graph tokens only;
+#   PATH     your own text-graph folder (docs/embedded-corpus.md, "Files"): does the recipe learn
+#            on your graph? Without texts (every title and text empty) it runs as linqs does.
 # Recipes (each after the same records; stage 2 trains on STAGE2_RECORDS of the training papers):
 #   graphgpt  GraphGPT's: text-graph grounding (CLIP on the papers' texts), stage 1 on graph
 #             matching, stage 2 (linqs has no text: a fresh encoder, and no stage 1, which matches
@@ -26,7 +28,13 @@
 #   gcn       lora_all with GraphGPT's other encoder, its two-layer GCN
 #             ([model].graph_encoder_type = "gcn"), grounded in the labels as labels grounds the
 #             graph transformer but with encoder dropout 0.4 for 900 steps (chosen on the
-#             validation papers' probe), with its own stage 1. The best recipe, and the default.
+#             validation papers' probe), with its own stage 1. The best recipe, and the default;
+#   encoder   gcn's grounding and stage 1, then stage 2 trains the encoder too, end to end
+#             through the frozen LLM ([training].trainable = "graphgpt+encoder", no LoRA, lr 2e-3,
+#             ENCODER_LR 1e-3), on every training paper.
+# With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
+# eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
+# each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
 # Not part of CI. The default (gcn alone, with the baselines and zero-shot) took 53 minutes on
 # 2 cores in one measured run, depending on the machine; every recipe, ablations included, about
 # twice that (docs/quality.md). Usage:
@@ -34,12 +42,15 @@
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
 # zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
 # of recipes not run this time are kept.
-# Environment: QUALITY_GRAPHS ("cora_ml linqs"), RECIPES ("gcn"; every row: "graphgpt labels lora
-# lora_all gcn"),
+# Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
+# "graphgpt labels lora lora_all gcn encoder"), RECIPE_SEEDS (1), ENCODER_LR (1e-3),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
-# TEST_RECORDS (0: every test paper) and GM_RECORDS (96, stage 1's records).
+# TEST_RECORDS (0: every test paper) and GM_RECORDS (96, stage 1's records); SHORT=1 tries a change
+# in minutes: 64 stage-2 records, 100 test papers, 16 stage-1 records, 100 grounding steps, one
+# seed for the GCN and MLP, stage 2 on the 64 records in every recipe (its numbers say whether it
+# runs, not how well).
 set -euo pipefail
 # recipe runs in $(...), where bash drops -e: without this a stage that failed or was stopped by
 # Ctrl-C was followed by the next ones, and the bench ended in a traceback over missing files.
@@ -52,16 +63,31 @@ ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
 OUT=${1:-runs/quality}
 GRAPHS=${QUALITY_GRAPHS:-cora_ml linqs}
 RECIPES=${RECIPES:-gcn}
+SHORT=${SHORT:-0}
+GROUNDING_STEPS=()  # the recipe's own, unless SHORT
+if [ "$SHORT" = 1 ]; then
+  : "${STAGE2_RECORDS:=64}" "${TEST_RECORDS:=100}" "${GM_RECORDS:=16}" "${SEEDS:=1}"
+  GROUNDING_STEPS=(--training.steps 100)
+fi
 STAGE2_RECORDS=${STAGE2_RECORDS:-480}
 TEST_RECORDS=${TEST_RECORDS:-0}
 GM_RECORDS=${GM_RECORDS:-96}
 SEEDS=${SEEDS:-5}
+RECIPE_SEEDS=${RECIPE_SEEDS:-1}
+ENCODER_LR=${ENCODER_LR:-1e-3}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
-for f in "$ASSETS/graph/cora_ml/nodes.tsv" "$ASSETS/graph/cora_linqs/cora.npz"; do
+for graph in $GRAPHS; do
+  case $graph in
+    cora_ml) f=$ASSETS/graph/cora_ml/nodes.tsv ;;
+    linqs) f=$ASSETS/graph/cora_linqs/cora.npz ;;
+    *) f=$graph/nodes.tsv
+       [ -f "$f" ] || { echo "bench/quality.sh: QUALITY_GRAPHS: '$graph' is neither cora_ml, linqs nor a text-graph folder (no $f)" >&2; exit 2; } ;;
+  esac
   [ -f "$f" ] || { echo "bench/quality.sh: $f is missing (the shared assets; set GRAPHTUNE_ASSETS)" >&2; exit 2; }
 done
+case $RECIPE_SEEDS in ''|*[!0-9]*|0) echo "bench/quality.sh: RECIPE_SEEDS must be a positive whole number, got '$RECIPE_SEEDS'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 
 now() { date +%s.%N; }
@@ -70,39 +96,51 @@ log() { echo "== $*" >&2; }
 
 # Each graph: its text-graph folder, then node-classification records split 40/40/20 (train,
 # val unused, test) and graph-matching records of the training papers.
-records() {  # records GRAPH FOLDER DIR
+# has_text FOLDER: true when some node has a title or a text (grounding and stage 1 need them).
+has_text() {
+  "$PY" -c 'import csv, sys; r = csv.DictReader(open(sys.argv[1], encoding="utf-8"), delimiter="\t", quoting=csv.QUOTE_NONE)
+sys.exit(0 if any((row.get("title") or "").strip() or (row.get("text") or "").strip() for row in r) else 1)' "$1/nodes.tsv"
+}
+
+records() {  # records TEXTLESS FOLDER DIR
   local common=(--graph "$2" --hops 2 --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite)
   local nc=("${common[@]}" --fanout 8 --max-nodes 24 --task node_classification)
   "$GT" data build "${nc[@]}" --split train --out "$3/train.json"
   "$GT" data build "${nc[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/stage2.json"
   "$GT" data build "${nc[@]}" --split test --max-records "$TEST_RECORDS" --out "$3/test.json"
-  [ "$1" = linqs ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
+  [ "$1" = textless ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
     --max-records "$GM_RECORDS" --out "$3/graph_matching.json"
 }
 
-# One recipe on one graph: grounding (or none), stage 1 (where the graph has titles), stage 2,
-# eval on the test papers. Prints the seconds it took (lora reuses labels' grounding and stage 1,
-# which its time leaves out).
-recipe() {  # recipe GRAPH FOLDER DIR NAME
-  local graph=$1 folder=$2 dir=$3 name=$4 t0 run=$3/$4 from=$3/$4 encoder projector=() tune=() records=$3/stage2.json
+# One recipe on one graph, one seed: grounding (or none), stage 1 (where the graph has texts),
+# stage 2, eval on the test papers, into DIR/NAME (DIR/NAME/seedS with RECIPE_SEEDS > 1). Prints
+# the seconds it took (lora reuses labels' grounding and stage 1, which its time leaves out).
+recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
+  local textless=$1 folder=$2 dir=$3 name=$4 seed=$5 t0 run from encoder projector=() tune=() records=$3/stage2.json
+  run=$(recipe_dir "$dir" "$name" "$seed")
+  from=$run
   t0=$(now)
-  local stage=(--data.graph "$folder" --job.overwrite true)
+  local stage=(--data.graph "$folder" --job.overwrite true --training.seed "$seed")
   case $name in
-    graphgpt) [ "$graph" = linqs ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" >&2 ;;
-    labels|gcn)
+    graphgpt) [ "$textless" = textless ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" \
+                "${GROUNDING_STEPS[@]}" --job.out_dir "$run/grounding" >&2 ;;
+    labels|gcn|encoder)
       local kind=gt dropout=0.5 steps=600
-      [ "$name" = gcn ] && kind=gcn dropout=0.4 steps=900
+      [ "$name" != labels ] && kind=gcn dropout=0.4 steps=900
       "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
         --data.instructions "$dir/train.json" --model.encoder_dropout "$dropout" --training.steps "$steps" \
-        --model.graph_encoder_type "$kind" >&2 ;;
-    lora*) from=$dir/labels
+        "${GROUNDING_STEPS[@]}" --model.graph_encoder_type "$kind" >&2 ;;
+    lora*) from=$(recipe_dir "$dir" labels "$seed")
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; } ;;
   esac
-  case $name in lora*|gcn) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;; esac
-  case $name in lora_all|gcn) records=$dir/train.json ;; esac
+  case $name in
+    lora*|gcn) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+    encoder) tune=(--training.trainable graphgpt+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
+  esac
+  case $name in lora_all|gcn|encoder) [ "$SHORT" = 1 ] || records=$dir/train.json ;; esac
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi
-  if [ "$graph" = linqs ]; then
+  if [ "$textless" = textless ]; then
     projector=(--model.projector "")
   else
     [ "$from" != "$run" ] || "$GT" train --config configs/smollm2/stage1.toml "${stage[@]}" "${encoder[@]}" \
@@ -111,17 +149,29 @@ recipe() {  # recipe GRAPH FOLDER DIR NAME
   fi
   "$GT" train --config configs/smollm2/stage2.toml "${stage[@]}" "${encoder[@]}" "${projector[@]}" "${tune[@]}" \
     --job.out_dir "$run/stage2" --data.instructions "$records" "${TUNE_RANKS[@]}" >&2
-  # The encoder stage 2 ran with (a fresh one included) is beside its projector, and its adapter.
+  # The encoder stage 2 ran with (a fresh one included, or the one it trained) is beside its
+  # projector, and its adapter.
   local adapter=()
   [ -d "$run/stage2/adapter" ] && adapter=(--model.adapter "$run/stage2/adapter")
-  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" \
+  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" --training.seed "$seed" \
     --model.graph_encoder "$run/stage2/graph_encoder.safetensors" --model.projector "$run/stage2/graph_projector.bin" \
     --data.instructions "$dir/test.json" --out "$run/eval" --overwrite >&2
   since "$t0"
 }
 
+list() { local IFS=,; echo "$*"; }  # list A B C: "A,B,C"
+
+# Where a recipe's seed runs: DIR/NAME for one seed (as before seeds existed), DIR/NAME/seedS.
+recipe_dir() {  # recipe_dir DIR NAME SEED
+  if [ "$RECIPE_SEEDS" -eq 1 ]; then echo "$1/$2"; else echo "$1/$2/seed$3"; fi
+}
+
 for graph in $GRAPHS; do
-  dir=$OUT/$graph
+  case $graph in
+    cora_ml|linqs) name=$graph ;;
+    *) name=$(basename "$(cd "$graph" && pwd)") ;;
+  esac
+  dir=$OUT/$name
   folder=$dir/folder
   # Run again, each stage here replaces its earlier run (--job.overwrite, eval --overwrite: an eval
   # stopped by Ctrl-C is otherwise refused; data build writes anew); the folders of recipes not in
@@ -130,12 +180,17 @@ for graph in $GRAPHS; do
     echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES >&2
   fi
   mkdir -p "$dir"
-  log "$graph: the text-graph folder and the records"
-  if [ "$graph" = linqs ]; then "$PY" scripts/linqs_to_text_graph.py "$ASSETS/graph/cora_linqs" "$folder"
-  else "$GT" data convert --graph "$ASSETS/graph/$graph" --out "$folder" --overwrite; fi
-  records "$graph" "$folder" "$dir"
+  log "$name: the text-graph folder and the records"
+  case $graph in
+    linqs) "$PY" scripts/linqs_to_text_graph.py "$ASSETS/graph/cora_linqs" "$folder" ;;
+    cora_ml) "$GT" data convert --graph "$ASSETS/graph/$graph" --out "$folder" --overwrite ;;
+    *) folder=$(cd "$graph" && pwd) ;;  # the user's folder, read where it is
+  esac
+  textless=text
+  has_text "$folder" || textless=textless
+  records "$textless" "$folder" "$dir"
 
-  log "$graph: zero-shot, the LLM from the text alone"
+  log "$name: zero-shot, the LLM from the text alone"
   t0=$(now)
   "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
     --data.instructions "$dir/test.json" --eval.text_only true --out "$dir/zero_shot" --overwrite >&2
@@ -143,20 +198,34 @@ for graph in $GRAPHS; do
 
   runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$zero_shot")
   probes=()
-  for name in $RECIPES; do
-    log "$graph: recipe $name"
-    secs=$(recipe "$graph" "$folder" "$dir" "$name")
-    case $name in
-      graphgpt) label="graph model: GraphGPT's recipe" ; [ "$graph" = linqs ] && label="graph model: GraphGPT's recipe, fresh encoder" ;;
+  pairs=()
+  for recipe_name in $RECIPES; do
+    evals=() encoders=() secs=0
+    for seed in $(seq "$RECIPE_SEEDS"); do
+      log "$name: recipe $recipe_name, seed $seed of $RECIPE_SEEDS"
+      s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
+      secs=$((secs + s))
+      run_dir=$(recipe_dir "$dir" "$recipe_name" "$seed")
+      evals+=("$run_dir/eval")
+      encoders+=("$run_dir/stage2/graph_encoder.safetensors")
+    done
+    case $recipe_name in
+      graphgpt) label="graph model: GraphGPT's recipe" ; [ "$textless" = textless ] && label="graph model: GraphGPT's recipe, fresh encoder" ;;
       labels) label="graph model: + encoder grounded in the labels" ;;
       lora) label="graph model: + LoRA on the LLM" ;;
       lora_all) label="graph model: + stage 2 on every training paper" ;;
       gcn) label="graph model: + GraphGPT's GCN encoder" ;;
+      encoder) label="graph model: GCN encoder trained in stage 2" ;;
     esac
-    runs+=(--run "$label=$dir/$name/eval=$secs")
-    case $name in graphgpt|labels|gcn) probes+=(--probe "linear probe, encoder of '$name'=$dir/$name/stage2/graph_encoder.safetensors") ;; esac
+    runs+=(--run "$label=$(list "${evals[@]}")=$secs")
+    case $recipe_name in
+      graphgpt|labels|gcn|encoder)
+        probe="linear probe, encoder of '$recipe_name'"
+        probes+=(--probe "$probe=$(list "${encoders[@]}")")
+        pairs+=(--versus-probe "$label=$probe") ;;
+    esac
   done
-  log "$graph: the baselines and the table"
+  log "$name: the baselines and the table"
   "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/test.json" --seeds "$SEEDS" \
-    "${probes[@]}" "${runs[@]}" --json "$dir/table.json" | tee "$dir/table.txt"
+    "${probes[@]}" "${runs[@]}" "${pairs[@]}" --json "$dir/table.json" | tee "$dir/table.txt"
 done

@@ -7,13 +7,16 @@ predictions.jsonl, so every row's confidence interval comes from the same bootst
 same test papers.
 
   quality_baselines.py --graph FOLDER --train TRAIN.json --test TEST.json \
-      [--probe NAME=graph_encoder.safetensors ...] [--run NAME=EVAL_DIR[=SECONDS] ...] [--seeds 5] \
-      [--json OUT]
+      [--probe NAME=ENCODER[,ENCODER...] ...] [--run NAME=EVAL_DIR[,EVAL_DIR...][=SECONDS] ...] \
+      [--versus-probe RUN_NAME=PROBE_NAME ...] [--seeds 5] [--json OUT]
 
 TRAIN.json / TEST.json are graphtune's node-classification records (GraphGPT's JSON): the
 papers are their centre nodes, the labels come from nodes.tsv. An EVAL_DIR is what
 `graphtune eval` wrote (predictions.jsonl, metrics.json); SECONDS, what producing it took, goes
-into the table. Rows print in the order given, baselines first.
+into the table. Several comma-separated EVAL_DIRs (or encoder files) are one row: the runs of
+the same recipe with different seeds, scored as their mean, each seed's accuracy in the note.
+--versus-probe adds a row: a graph model's accuracy minus the linear probe of its own encoders,
+with a paired bootstrap interval. Rows print in the order given, baselines first.
 """
 import argparse
 import json
@@ -183,6 +186,7 @@ def main():
     ap.add_argument("--test", required=True)
     ap.add_argument("--probe", action="append", default=[], help="NAME=ENCODER_FILE")
     ap.add_argument("--run", action="append", default=[], help="NAME=EVAL_DIR[=SECONDS]")
+    ap.add_argument("--versus-probe", action="append", default=[], help="RUN_NAME=PROBE_NAME")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -218,45 +222,66 @@ def main():
         row(name, preds, time.time() - t0, f"mean of {args.seeds} seed{'s' if args.seeds > 1 else ''}")
 
     from safetensors.torch import load_file
+    def seeds_note(preds):
+        if len(preds) < 2:
+            return ""
+        accs = [float((p == true).mean()) for p in preds]
+        return f"mean of {len(preds)} seeds ({', '.join(f'{a:.3f}' for a in accs)}; spread {max(accs) - min(accs):.3f}), "
+
     for spec in args.probe:
-        name, path = spec.split("=", 1)
+        name, paths = spec.split("=", 1)
         t0 = time.time()
-        enc = graph_encoder(load_file(path))
-        ztr, zte = centre_embeddings(enc, train_recs, x), centre_embeddings(enc, test_recs, x)
-        row(name, [linear_probe(ztr, y[train], zte, k, 0).numpy()], time.time() - t0,
-            "logistic regression on the centre's encoder output")
+        preds = []
+        for path in paths.split(","):
+            enc = graph_encoder(load_file(path))
+            ztr, zte = centre_embeddings(enc, train_recs, x), centre_embeddings(enc, test_recs, x)
+            preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())
+        row(name, preds, time.time() - t0, seeds_note(preds) + "logistic regression on the centre's encoder output")
 
     for spec in args.run:
-        name, folder, *secs = spec.split("=")
-        pred, metrics = eval_predictions(folder, test_recs, classes)
-        mine = float((pred == true).mean())
-        if abs(mine - metrics["accuracy"]) > 1e-9:
-            sys.exit(f"{folder}: parsing the answers here gives accuracy {mine}, graphtune's metrics.json {metrics['accuracy']}")
-        row(name, [pred], float(secs[0]) if secs else float("nan"), f"unparsed {int((pred < 0).sum())}")
+        name, folders, *secs = spec.split("=")
+        preds = []
+        for folder in folders.split(","):
+            pred, metrics = eval_predictions(folder, test_recs, classes)
+            mine = float((pred == true).mean())
+            if abs(mine - metrics["accuracy"]) > 1e-9:
+                sys.exit(f"{folder}: parsing the answers here gives accuracy {mine}, graphtune's metrics.json {metrics['accuracy']}")
+            preds.append(pred)
+        row(name, preds, float(secs[0]) if secs else float("nan"),
+            seeds_note(preds) + f"unparsed {sum(int((p < 0).sum()) for p in preds)}")
 
-    # Each graph model against the GCN on the same resampled test papers (a paired bootstrap).
-    gcn = next(r["name"] for r in rows if r["name"].startswith("GCN"))
-    versus = []
-    for spec in args.run:
-        name = spec.split("=")[0]
+    def paired(name, other):
+        """name's mean accuracy and macro-F1 minus other's, each with a paired bootstrap interval
+        over the same resampled test papers."""
         rng = np.random.default_rng(1)
         d_acc, d_f1 = [], []
         for _ in range(BOOTSTRAP):
             b = rng.integers(0, len(true), len(true))
             d_acc.append(np.mean([(p[b] == true[b]).mean() for p in preds_of[name]]) -
-                         np.mean([(p[b] == true[b]).mean() for p in preds_of[gcn]]))
+                         np.mean([(p[b] == true[b]).mean() for p in preds_of[other]]))
             d_f1.append(np.mean([macro_f1(p[b], true[b], k) for p in preds_of[name]]) -
-                        np.mean([macro_f1(p[b], true[b], k) for p in preds_of[gcn]]))
+                        np.mean([macro_f1(p[b], true[b], k) for p in preds_of[other]]))
         d_acc.sort(), d_f1.sort()
         lo, hi = int(0.025 * BOOTSTRAP), int(0.975 * BOOTSTRAP) - 1
         me = next(r for r in rows if r["name"] == name)
-        g = next(r for r in rows if r["name"] == gcn)
-        versus.append({"name": name, "accuracy_minus_gcn": me["accuracy"] - g["accuracy"], "accuracy_ci": [d_acc[lo], d_acc[hi]],
-                       "macro_f1_minus_gcn": me["macro_f1"] - g["macro_f1"], "macro_f1_ci": [d_f1[lo], d_f1[hi]]})
+        them = next(r for r in rows if r["name"] == other)
+        return {"name": name, "other": other, "accuracy_minus": me["accuracy"] - them["accuracy"],
+                "accuracy_ci": [d_acc[lo], d_acc[hi]], "macro_f1_minus": me["macro_f1"] - them["macro_f1"],
+                "macro_f1_ci": [d_f1[lo], d_f1[hi]]}
+
+    # Each graph model against the GCN, and against the probe of its own encoders.
+    gcn = next(r["name"] for r in rows if r["name"].startswith("GCN"))
+    versus = [paired(spec.split("=")[0], gcn) for spec in args.run]
+    versus_probe = []
+    for spec in args.versus_probe:
+        name, probe = spec.split("=", 1)
+        if name not in preds_of or probe not in preds_of:
+            sys.exit(f"--versus-probe {spec}: no row named {name if name not in preds_of else probe}")
+        versus_probe.append(paired(name, probe))
 
     table = {"graph": args.graph, "train_papers": len(train), "test_papers": len(test), "classes": classes,
              "bootstrap": BOOTSTRAP, "rows": rows,
-             "versus_gcn": versus}
+             "versus_gcn": versus, "versus_own_probe": versus_probe}
     graph_name = json.load(open(os.path.join(args.graph, "meta.json"))).get("name", "")
     print(f"{graph_name} ({args.graph}): {len(train)} training papers, {len(test)} test papers, "
           f"{k} classes, {x.shape[1]}-d features; 95% intervals: bootstrap over the test papers")
@@ -266,10 +291,13 @@ def main():
         secs = "" if math.isnan(r["seconds"]) else f"{r['seconds']:.0f}"
         print(f"  {r['name']:52} {r['accuracy']:8.4f} {ci(r['accuracy_ci']):>15} {r['macro_f1']:8.4f} {ci(r['macro_f1_ci']):>15}"
               f" {secs:>8}" + (f"  {r['note']}" if r["note"] else ""))
+    ci = lambda c: f"[{c[0]:+.3f}, {c[1]:+.3f}]"
     for v in versus:
-        ci = lambda c: f"[{c[0]:+.3f}, {c[1]:+.3f}]"
-        print(f"  {v['name']} minus the GCN: accuracy {v['accuracy_minus_gcn']:+.4f} {ci(v['accuracy_ci'])}, "
-              f"macro-F1 {v['macro_f1_minus_gcn']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
+        print(f"  {v['name']} minus the GCN: accuracy {v['accuracy_minus']:+.4f} {ci(v['accuracy_ci'])}, "
+              f"macro-F1 {v['macro_f1_minus']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
+    for v in versus_probe:
+        print(f"  {v['name']} minus the linear probe of its own encoder: accuracy {v['accuracy_minus']:+.4f} "
+              f"{ci(v['accuracy_ci'])}, macro-F1 {v['macro_f1_minus']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1, default=float)
