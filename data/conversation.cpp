@@ -224,10 +224,7 @@ TokenizedExample layout_ids(const InstructionRecord& record, const std::vector<i
       expanded.push_back(turns[i]);
       flush_ignored();
       *prompt_end = b.ex.input_ids.size();  // the last assignment is the last answer's
-      b.append(at_start ? tok.encode(content(turns[i].value) + l.close, false, false)
-                        : encode_continuation(tok, g, content(turns[i].value) + l.close),
-               true);
-      at_start = false;
+      b.append(encode_continuation(tok, g, content(turns[i].value) + l.close), true);  // a user turn came first
       ignored = l.after_close;
     }
   }

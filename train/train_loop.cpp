@@ -82,10 +82,14 @@ std::vector<StepLog> run_train_loop(const std::vector<torch::Tensor>& decay, con
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
   std::vector<double> peak_lr;  // each group's, in the optimizer's group order
-  if (!decay.empty()) groups.emplace_back(decay, opts(optimizer.lr, optimizer.weight_decay)), peak_lr.push_back(optimizer.lr);
-  if (!no_decay.empty()) groups.emplace_back(no_decay, opts(optimizer.lr, 0.0)), peak_lr.push_back(optimizer.lr);
-  for (const ParamGroup& g : own_groups)
-    if (!g.params.empty()) groups.emplace_back(g.params, opts(g.lr, g.weight_decay)), peak_lr.push_back(g.lr);
+  auto add_group = [&](const std::vector<torch::Tensor>& params, double lr, double wd) {
+    if (params.empty()) return;
+    groups.emplace_back(params, opts(lr, wd));
+    peak_lr.push_back(lr);
+  };
+  add_group(decay, optimizer.lr, optimizer.weight_decay);
+  add_group(no_decay, optimizer.lr, 0.0);
+  for (const ParamGroup& g : own_groups) add_group(g.params, g.lr, g.weight_decay);
   // A pipeline stage may own no trainable parameter (GraphGPT's frozen LLM layers): it still
   // runs every step's forward and backward, and takes part in the loss and norm reductions.
   std::unique_ptr<torch::optim::AdamW> opt;
