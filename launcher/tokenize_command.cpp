@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "data/chat_template.hpp"
+#include "data/conversation.hpp"
 #include "launcher/commands.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -97,8 +98,13 @@ int run_tokenize(const TokenizeOptions& o) {
       } catch (const InputError& e) {
         fail(where, e.what());
       }
-      // vicuna_v1_1 starts with the BOS id; the others' text holds what they start with.
-      out = json(tok->encode(text, tmpl.format == ChatFormat::kVicunaV11, o.eos)).dump();
+      // vicuna_v1_1 starts with the BOS id; the others' text holds what they start with. Its
+      // "</s>" after each answer stands for the EOS id, which the text cannot say.
+      const bool vicuna = tmpl.format == ChatFormat::kVicunaV11;
+      if (vicuna && text.find(kVicunaSep2) != std::string::npos)
+        fail(where, "not supported yet: --chat " + o.chat + " with answers (their \"</s>\" is the EOS id); one "
+                    "human turn works, and chatml, qwen2.5 and llama3 take whole conversations");
+      out = json(tok->encode(text, vicuna, o.eos)).dump();
     } else {
       if (!v.is_string()) fail(where, "expected a JSON string, found " + std::string(v.type_name()));
       out = json(tok->encode(v.get_ref<const std::string&>(), o.bos, o.eos)).dump();

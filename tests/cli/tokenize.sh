@@ -53,4 +53,16 @@ expect_fail "negative id" "stdin line 1: token id -1 is outside" -- \
 expect_fail "not an id" "stdin line 1: expected a JSON array of token ids" -- \
   tok $'"text"\n' --tokenizer "$TOK512" --decode
 
+# --chat: one human turn in vicuna_v1_1 is BOS + the prompt up to "ASSISTANT:"; an answer's
+# "</s>" (the EOS id) is refused in one line; a turn that is not {from, value} too.
+out=$(tok $'[{"from": "human", "value": "Hi"}]\n' --tokenizer "$MODEL" --chat vicuna_v1_1)
+check "--chat vicuna_v1_1: BOS first, ends with ASSISTANT:" bash -c \
+  "[[ '$out' == '[1,'* ]] && [ \"\$(printf '%s\n' '$out' | $GT tokenize --tokenizer '$MODEL' --decode)\" != '' ]"
+expect_fail "--chat with an answer in vicuna" "stdin line 1: not supported yet: --chat vicuna_v1_1 with answers" -- \
+  tok $'[{"from": "human", "value": "A?"}, {"from": "gpt", "value": "x"}]\n' --tokenizer "$MODEL" --chat vicuna_v1_1
+expect_fail "--chat with a bad turn" "stdin line 1: turn 0 is not {\"from\": string, \"value\": string}" -- \
+  tok $'[{"from": "human"}]\n' --tokenizer "$MODEL" --chat chatml
+expect_fail "--chat with --decode" "--chat: encodes conversations; it does not go with --decode" -- \
+  tok $'[1]\n' --tokenizer "$MODEL" --chat chatml --decode
+
 finish
