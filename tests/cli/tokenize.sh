@@ -56,8 +56,8 @@ expect_fail "not an id" "stdin line 1: expected a JSON array of token ids" -- \
 # --chat: one human turn in vicuna_v1_1 is BOS + the prompt up to "ASSISTANT:"; an answer's
 # "</s>" (the EOS id) is refused in one line; a turn that is not {from, value} too.
 out=$(tok $'[{"from": "human", "value": "Hi"}]\n' --tokenizer "$MODEL" --chat vicuna_v1_1)
-check "--chat vicuna_v1_1: BOS first, ends with ASSISTANT:" bash -c \
-  "[[ '$out' == '[1,'* ]] && [ \"\$(printf '%s\n' '$out' | $GT tokenize --tokenizer '$MODEL' --decode)\" != '' ]"
+text=$(printf '%s\n' "$out" | "$GT" tokenize --tokenizer "$MODEL" --decode)
+check "--chat vicuna_v1_1: BOS first, ends with ASSISTANT: ($text)" bash -c "[[ '$out' == '[1,'* ]] && [[ '$text' == *'USER: Hi ASSISTANT:\"' ]]"
 expect_fail "--chat with an answer in vicuna" "stdin line 1: not supported yet: --chat vicuna_v1_1 with answers" -- \
   tok $'[{"from": "human", "value": "A?"}, {"from": "gpt", "value": "x"}]\n' --tokenizer "$MODEL" --chat vicuna_v1_1
 expect_fail "--chat with a bad turn" "stdin line 1: turn 0 is not {\"from\": string, \"value\": string}" -- \
