@@ -14,14 +14,29 @@ static torch::Tensor grow_rows(const torch::Tensor& w, int64_t new_rows) {
 
 std::vector<int32_t> add_special_tokens(LoadedModel& model, Tokenizer& tokenizer,
                                         const std::vector<std::string>& pieces) {
-  if (tokenizer.vocab_size() != model.config.vocab_size)
-    fail(tokenizer.source(), "tokenizer has " + std::to_string(tokenizer.vocab_size()) + " pieces but the model's vocabulary is " +
-                          std::to_string(model.config.vocab_size));
+  const int64_t had = tokenizer.vocab_size(), rows = model.config.vocab_size;
+  if (had > rows || rows - had > kMaxUnusedRows)
+    fail(tokenizer.source(), "tokenizer has " + std::to_string(had) + " pieces but the model's vocabulary is " +
+                                 std::to_string(rows));
   auto ids = tokenizer.add_special_tokens(pieces);
   const int64_t new_vocab = tokenizer.vocab_size();
-  if (new_vocab == model.config.vocab_size) return ids;
-  grow_vocab_rows(model.weights, new_vocab);
-  model.config.vocab_size = new_vocab;
+  if (new_vocab > rows) {
+    grow_vocab_rows(model.weights, new_vocab);
+    model.config.vocab_size = new_vocab;
+  }
+  // New pieces on the rows a padded embedding holds past its tokenizer (never trained): they
+  // start at the mean of the tokenizer's rows, as grown rows start at the mean of all.
+  if (had < rows && new_vocab > had) {
+    torch::NoGradGuard ng;
+    for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
+      auto it = model.weights.find(name);
+      if (it == model.weights.end() || it->second.size(0) < new_vocab) continue;
+      torch::Tensor& w = it->second;
+      const auto mean = w.narrow(0, 0, had).to(torch::kFloat32).mean(0, /*keepdim=*/true).to(w.scalar_type());
+      w.narrow(0, had, new_vocab - had).copy_(mean.expand({new_vocab - had, w.size(1)}));
+    }
+  }
+  tokenizer.allow_unused_ids(static_cast<int32_t>(model.config.vocab_size));
   return ids;
 }
 

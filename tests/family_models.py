@@ -24,7 +24,8 @@ LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "hi
 
 def tiny_families(vocab_size=512):
     """name -> config: Llama 3 (its rope scaling, GQA, an untied head, eos_token_id a list),
-    Qwen2 tied and untied (q/k/v biases, rope_theta 1e6), Mistral with a window and without."""
+    Qwen2 tied, untied and with an embedding padded past the vocabulary (q/k/v biases, rope_theta
+    1e6), Mistral with a window and without."""
     return {
         "llama3": LlamaConfig(**SHAPE, vocab_size=vocab_size, tie_word_embeddings=False, bos_token_id=1,
                               eos_token_id=[2, 3], rope_scaling=dict(LLAMA3_ROPE)),
@@ -32,6 +33,10 @@ def tiny_families(vocab_size=512):
                                   bos_token_id=1, eos_token_id=2),
         "qwen2": Qwen2Config(**SHAPE, vocab_size=vocab_size, tie_word_embeddings=False, rope_theta=1e6,
                              sliding_window=131072, bos_token_id=1, eos_token_id=2),
+        # Qwen2.5 pads its embedding past its tokenizer (152,064 rows for 151,665 pieces): here
+        # 64 rows past the 512 pieces.
+        "qwen2_padded": Qwen2Config(**SHAPE, vocab_size=vocab_size + 64, tie_word_embeddings=False, rope_theta=1e6,
+                                    bos_token_id=1, eos_token_id=2),
         "mistral": MistralConfig(**SHAPE, vocab_size=vocab_size, sliding_window=4096, rope_theta=1e6,
                                  bos_token_id=1, eos_token_id=2),
         "mistral_no_window": MistralConfig(**SHAPE, vocab_size=vocab_size, sliding_window=None, bos_token_id=1,

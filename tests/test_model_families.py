@@ -66,7 +66,8 @@ def family_checks(name, cfg, tmp):
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, eos_token_id=None,
                              pad_token_id=0)[0].tolist()
-    want_text = GT.text_of(out[len(ids):])
+    # Ids past the 512 pieces (qwen2_padded's spare rows) decode to nothing, as in HF's decode.
+    want_text = GT.text_of([i for i in out[len(ids):] if i < 512])
     got_text = GT.greedy(folder, prompt, 24)
     # Random weights pick raw byte tokens too, which the two decoders print differently (one a
     # replacement character, the other nothing): compared on the printable characters.

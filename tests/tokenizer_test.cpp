@@ -344,8 +344,17 @@ TEST(Tokenizer, BadFilesFailWithOneLineNamingTheFile) {
     ADD_FAILURE() << "vocab mismatch accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              dir + "/llm/tok512.bin: tokenizer vocab 512 does not match model vocab 32000");
+              dir + "/llm/tok512.bin: tokenizer vocab 512 does not match model vocab 32000 (a model pads its "
+                    "embedding by at most 1024 rows; this is another vocabulary)");
   }
+  // A model padded past its tokenizer (as Qwen2.5's is): the spare ids decode to nothing.
+  auto padded = load_tokenizer(dir + "/llm/tok512.bin", 576);
+  EXPECT_EQ(padded->vocab_size(), 512);
+  EXPECT_TRUE(padded->is_unused_id(575));
+  EXPECT_FALSE(padded->is_unused_id(576));
+  EXPECT_EQ(padded->decode({300, 520, 301}), padded->decode({300, 301}));
+  EXPECT_EQ(padded->decode_piece(300, 520), "");
+  EXPECT_THROW(load_tokenizer(dir + "/llm/tok512.bin", 511), InputError);
 }
 
 // A tokenizer trained on the job's own texts (phase lm, tokenizer = "train"): the same texts

@@ -148,6 +148,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   // before it don't count; anything else that came first (a byte, <unk>) ends the chance.
   bool at_start = adds_dummy_prefix();
   for (int32_t id : ids) {
+    if (is_unused_id(id)) continue;
     check_id(id);
     if (is_added_token(id)) {
       out += added_[id - base_vocab_size()];
@@ -179,6 +180,7 @@ void Tokenizer::append_base_text(int32_t id, bool& at_start, std::string& out) c
 }
 
 std::string Tokenizer::decode_piece(int32_t prev, int32_t id) const {
+  if (is_unused_id(id)) return "";
   std::string piece = llama2c_piece(id);
   // "following BOS token, sentencepiece decoder strips any leading whitespace" (run.c)
   if (strips_space_after_bos() && prev == bos_ && !piece.empty() && piece[0] == ' ')
@@ -253,10 +255,15 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& name) {
   return with_added_tokens(parse_sentencepiece_tokenizer(bytes, path), path);
 }
 
-void check_tokenizer_vocab(const Tokenizer& tok, int32_t model_vocab) {
-  if (tok.vocab_size() != model_vocab)
-    fail(tok.source(), "tokenizer vocab " + std::to_string(tok.vocab_size()) +
-                           " does not match model vocab " + std::to_string(model_vocab));
+void check_tokenizer_vocab(Tokenizer& tok, int32_t model_vocab) {
+  const int64_t spare = static_cast<int64_t>(model_vocab) - tok.vocab_size();
+  if (spare < 0 || spare > kMaxUnusedRows)
+    fail(tok.source(), "tokenizer vocab " + std::to_string(tok.vocab_size()) + " does not match model vocab " +
+                           std::to_string(model_vocab) +
+                           (spare > 0 ? " (a model pads its embedding by at most " + std::to_string(kMaxUnusedRows) +
+                                            " rows; this is another vocabulary)"
+                                      : ""));
+  tok.allow_unused_ids(model_vocab);
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, int32_t expected_vocab) {

@@ -66,6 +66,12 @@ class Tokenizer {
   std::vector<int32_t> add_special_tokens(const std::vector<std::string>& pieces);
   bool is_added_token(int32_t id) const { return id >= base_vocab_size() && id < vocab_size(); }
 
+  // A model whose embedding has rows past its tokenizer (Qwen2.5's 152,064 for 151,665 pieces):
+  // the ids in [vocab_size(), model_vocab) are no piece, and decode to nothing, as Hugging Face's
+  // decode skips ids its tokenizer lacks.
+  void allow_unused_ids(int32_t model_vocab) { unused_until_ = model_vocab; }
+  bool is_unused_id(int32_t id) const { return id >= vocab_size() && id < unused_until_; }
+
   // Where it came from, for messages: the file path or "<built-in byte tokenizer>".
   const std::string& source() const { return source_; }
 
@@ -100,6 +106,7 @@ class Tokenizer {
   int32_t unk_, bos_, eos_, pad_;
   std::vector<std::string> added_;                          // ids base_vocab_size() + i
   std::unordered_map<std::string, int32_t> special_ids_;    // every registered special token
+  int32_t unused_until_ = 0;                                // allow_unused_ids
 };
 
 // Loads tokenizer.model (SentencePiece protobuf) or a llama2.c tokenizer .bin, told apart by
@@ -108,11 +115,16 @@ class Tokenizer {
 // tokenizer (byte_tokenizer()); a model preset (formats/model_presets.hpp) is its model file. Any problem
 // is an InputError naming the path.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
-// The same, then the vocabulary size must equal the model's, else an InputError such as
-// "tok512.bin: tokenizer vocab 512 does not match model vocab 32000".
+// The same, then the vocabulary must be the model's: as large, or smaller by at most
+// kMaxUnusedRows rows the model pads its embedding with (those ids allowed as unused), else an
+// InputError such as "tok512.bin: tokenizer vocab 512 does not match model vocab 32000".
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path, int32_t expected_vocab);
-// That check alone, for a tokenizer that first gets special tokens (a GraphGPT model has 32003).
-void check_tokenizer_vocab(const Tokenizer& tok, int32_t model_vocab);
+// That check (and allow_unused_ids) alone, for a tokenizer that first gets special tokens (a
+// GraphGPT model has 32003).
+void check_tokenizer_vocab(Tokenizer& tok, int32_t model_vocab);
+// Models pad their embedding to a round size (Qwen2.5-7B by 399 rows, others to a multiple of
+// 64 or 128); more spare rows than this means another vocabulary.
+inline constexpr int32_t kMaxUnusedRows = 1024;
 
 // Built in: <unk>=0, <s>=1, </s>=2, then <0x00>..<0xFF> (ids 3..258) and nothing else, so every
 // byte is one token and there is no dummy prefix. The demo trains a tiny model on it.

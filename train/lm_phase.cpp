@@ -107,7 +107,7 @@ LmTokenizer find_tokenizer(const JobConfig& cfg, const World& world, const LmTex
 }
 
 // The model the user names, or a fresh one of [model]'s shape on the tokenizer's vocabulary.
-LlamaConfig model_config(const JobConfig& cfg, const Tokenizer& tok) {
+LlamaConfig model_config(const JobConfig& cfg, Tokenizer& tok) {
   LlamaConfig mc;
   if (!cfg.model.path.empty()) {
     mc = read_model_config(cfg.model.path);

@@ -2,7 +2,8 @@
 # GraphGPT's two stages on each LLM family graphtune reads, under dp 2 and pp 2, equal to one
 # process. The frozen LLMs are tiny models `transformers` writes with random weights and the
 # family's real config keys (4 layers): Llama 3.x (rope_scaling llama3, GQA, an untied head,
-# eos_token_id a list), Qwen2.5 (q/k/v biases, tied head, rope_theta 1e6) and Mistral (a
+# eos_token_id a list), Qwen2.5 (q/k/v biases, tied head, rope_theta 1e6, 64 embedding rows past
+# its 512-piece vocabulary, which GraphGPT's three tokens take the first of) and Mistral (a
 # sliding window longer than any record). Stage 1 (graph_matching) trains the projector and the
 # graph tokens' rows; stage 2 (task, node classification) starts from stage 1's projector. Each
 # layout's losses, gradient norms and trained tensors must equal one process's within rtol 1e-5.
@@ -29,7 +30,8 @@ families = {
     "llama3": LlamaConfig(**shape, tie_word_embeddings=False, eos_token_id=[2, 3],
                           rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 256}),
-    "qwen2": Qwen2Config(**shape, tie_word_embeddings=True, rope_theta=1e6, eos_token_id=2),
+    # Its embedding padded past the vocabulary, as Qwen2.5's is: the graph tokens take spare rows.
+    "qwen2": Qwen2Config(**dict(shape, vocab_size=576), tie_word_embeddings=True, rope_theta=1e6, eos_token_id=2),
     "mistral": MistralConfig(**shape, sliding_window=4096, rope_theta=1e6, eos_token_id=2),
 }
 for name, cfg in families.items():
