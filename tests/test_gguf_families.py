@@ -46,7 +46,7 @@ from family_models import Graphtune, tiny_families, write_model
 WORKER = os.environ["GRAPHTUNE_WORKER"]
 LAUNCHER = os.environ.get("GRAPHTUNE_BIN", WORKER)
 GT = Graphtune(WORKER, LAUNCHER, tok512)
-FAMILIES = {k: v for k, v in tiny_families().items() if k != "mistral_no_window"}
+FAMILIES = {k: v for k, v in tiny_families().items() if k not in ("mistral_no_window", "qwen2_padded")}
 # convert_hf_to_gguf.py's classes: MistralForCausalLM is a LlamaModel (arch "llama").
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2"}
 # gguf-py's tensor_mapping.py for these names.
