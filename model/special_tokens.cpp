@@ -15,9 +15,7 @@ static torch::Tensor grow_rows(const torch::Tensor& w, int64_t new_rows) {
 std::vector<int32_t> add_special_tokens(LoadedModel& model, Tokenizer& tokenizer,
                                         const std::vector<std::string>& pieces) {
   const int64_t had = tokenizer.vocab_size(), rows = model.config.vocab_size;
-  if (had > rows || rows - had > kMaxUnusedRows)
-    fail(tokenizer.source(), "tokenizer has " + std::to_string(had) + " pieces but the model's vocabulary is " +
-                                 std::to_string(rows));
+  check_tokenizer_vocab(tokenizer, static_cast<int32_t>(rows));
   auto ids = tokenizer.add_special_tokens(pieces);
   const int64_t new_vocab = tokenizer.vocab_size();
   if (new_vocab > rows) {
