@@ -31,7 +31,12 @@
 #             validation papers' probe), with its own stage 1. The best recipe, and the default;
 #   encoder   gcn's grounding and stage 1, then stage 2 trains the encoder too, end to end
 #             through the frozen LLM ([training].trainable = "graphgpt+encoder", no LoRA, lr 2e-3,
-#             ENCODER_LR 1e-3), on every training paper.
+#             ENCODER_LR 1e-3), on every training paper;
+#   llaga     LLaGA's recipe: no GNN, no grounding, no stage 1; each paper's graph is LLaGA's
+#             neighbour tree (2 hops, LLAGA_FANOUT children a slot, default 10: 111 graph tokens;
+#             records of the same papers, data build --template llaga), each slot's features beside
+#             its place in the tree ([model].graph_encoder_type = "llaga"); stage 2 trains the
+#             projector and LoRA as gcn does, on every training paper.
 # With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
@@ -42,8 +47,11 @@
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
 # zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
 # of recipes not run this time are kept.
+# Settings are chosen on the validation papers: SCORE_ON=val scores every row on them (the split's
+# other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
+# papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
-# "graphgpt labels lora lora_all gcn encoder"), RECIPE_SEEDS (1), ENCODER_LR (1e-3),
+# "graphgpt labels lora lora_all gcn encoder llaga"), RECIPE_SEEDS (1), ENCODER_LR (1e-3), LLAGA_FANOUT (10),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -64,6 +72,9 @@ OUT=${1:-runs/quality}
 GRAPHS=${QUALITY_GRAPHS:-cora_ml linqs}
 RECIPES=${RECIPES:-gcn}
 SHORT=${SHORT:-0}
+SCORE_ON=${SCORE_ON:-test}
+ZERO_SHOT=${ZERO_SHOT:-1}
+case $SCORE_ON in test|val) ;; *) echo "bench/quality.sh: SCORE_ON must be test or val, got '$SCORE_ON'" >&2; exit 2 ;; esac
 GROUNDING_STEPS=()  # the recipe's own, unless SHORT
 if [ "$SHORT" = 1 ]; then
   : "${STAGE2_RECORDS:=64}" "${TEST_RECORDS:=100}" "${GM_RECORDS:=16}" "${SEEDS:=1}"
@@ -75,6 +86,7 @@ GM_RECORDS=${GM_RECORDS:-96}
 SEEDS=${SEEDS:-5}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1}
 ENCODER_LR=${ENCODER_LR:-1e-3}
+LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
@@ -107,9 +119,17 @@ records() {  # records TEXTLESS FOLDER DIR
   local nc=("${common[@]}" --fanout 8 --max-nodes 24 --task node_classification)
   "$GT" data build "${nc[@]}" --split train --out "$3/train.json"
   "$GT" data build "${nc[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/stage2.json"
-  "$GT" data build "${nc[@]}" --split test --max-records "$TEST_RECORDS" --out "$3/test.json"
+  "$GT" data build "${nc[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/$SCORE_ON.json"
   [ "$1" = textless ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
     --max-records "$GM_RECORDS" --out "$3/graph_matching.json"
+  # LLaGA's trees of the same papers (the same split, ids and order).
+  case " $RECIPES " in *" llaga "*)
+    local tree=(--graph "$2" --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite --task node_classification
+                --template llaga --hops 2 --fanout "$LLAGA_FANOUT")
+    "$GT" data build "${tree[@]}" --split train --out "$3/llaga_train.json"
+    "$GT" data build "${tree[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/llaga_stage2.json"
+    "$GT" data build "${tree[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/llaga_$SCORE_ON.json" ;;
+  esac
 }
 
 # One recipe on one graph, one seed: grounding (or none), stage 1 (where the graph has texts),
@@ -117,6 +137,7 @@ records() {  # records TEXTLESS FOLDER DIR
 # the seconds it took (lora reuses labels' grounding and stage 1, which its time leaves out).
 recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   local textless=$1 folder=$2 dir=$3 name=$4 seed=$5 t0 run from encoder projector=() tune=() records=$3/stage2.json
+  local scored=$3/$SCORE_ON.json
   run=$(recipe_dir "$dir" "$name" "$seed")
   from=$run
   t0=$(now)
@@ -134,13 +155,18 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; } ;;
   esac
   case $name in
-    lora*|gcn) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+    lora*|gcn|llaga) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
     encoder) tune=(--training.trainable graphgpt+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
   esac
   case $name in lora_all|gcn|encoder) [ "$SHORT" = 1 ] || records=$dir/train.json ;; esac
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi
-  if [ "$textless" = textless ]; then
+  if [ "$name" = llaga ]; then  # no GNN, no grounding, no stage 1: the projector learns the task
+    records=$dir/llaga_train.json scored=$dir/llaga_$SCORE_ON.json
+    [ "$SHORT" = 1 ] && records=$dir/llaga_stage2.json
+    encoder=(--model.graph_encoder "" --model.graph_encoder_type llaga --model.llaga_hops 2 --model.llaga_fanout "$LLAGA_FANOUT")
+    projector=(--model.projector "")
+  elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
   else
     [ "$from" != "$run" ] || "$GT" train --config configs/smollm2/stage1.toml "${stage[@]}" "${encoder[@]}" \
@@ -155,7 +181,7 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   [ -d "$run/stage2/adapter" ] && adapter=(--model.adapter "$run/stage2/adapter")
   "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" --training.seed "$seed" \
     --model.graph_encoder "$run/stage2/graph_encoder.safetensors" --model.projector "$run/stage2/graph_projector.bin" \
-    --data.instructions "$dir/test.json" --out "$run/eval" --overwrite >&2
+    --data.instructions "$scored" --out "$run/eval" --overwrite >&2
   since "$t0"
 }
 
@@ -176,7 +202,7 @@ for graph in $GRAPHS; do
   # Run again, each stage here replaces its earlier run (--job.overwrite, eval --overwrite: an eval
   # stopped by Ctrl-C is otherwise refused; data build writes anew); the folders of recipes not in
   # RECIPES this time are kept.
-  if [ -f "$dir/test.json" ]; then
+  if [ -f "$dir/$SCORE_ON.json" ]; then
     echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES >&2
   fi
   mkdir -p "$dir"
@@ -190,13 +216,14 @@ for graph in $GRAPHS; do
   has_text "$folder" || textless=textless
   records "$textless" "$folder" "$dir"
 
-  log "$name: zero-shot, the LLM from the text alone"
-  t0=$(now)
-  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
-    --data.instructions "$dir/test.json" --eval.text_only true --out "$dir/zero_shot" --overwrite >&2
-  zero_shot=$(since "$t0")
-
-  runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$zero_shot")
+  runs=()
+  if [ "$ZERO_SHOT" = 1 ]; then
+    log "$name: zero-shot, the LLM from the text alone"
+    t0=$(now)
+    "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
+      --data.instructions "$dir/$SCORE_ON.json" --eval.text_only true --out "$dir/zero_shot" --overwrite >&2
+    runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$(since "$t0")")
+  fi
   probes=()
   pairs=()
   for recipe_name in $RECIPES; do
@@ -216,16 +243,19 @@ for graph in $GRAPHS; do
       lora_all) label="graph model: + stage 2 on every training paper" ;;
       gcn) label="graph model: + GraphGPT's GCN encoder" ;;
       encoder) label="graph model: GCN encoder trained in stage 2" ;;
+      llaga) label="graph model: LLaGA's neighbour tree, no GNN" ;;
     esac
     runs+=(--run "$label=$(list "${evals[@]}")=$secs")
     case $recipe_name in
-      graphgpt|labels|gcn|encoder)
+      graphgpt|labels|gcn|encoder|llaga)
         probe="linear probe, encoder of '$recipe_name'"
         probes+=(--probe "$probe=$(list "${encoders[@]}")")
         pairs+=(--versus-probe "$label=$probe") ;;
     esac
   done
   log "$name: the baselines and the table"
-  "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/test.json" --seeds "$SEEDS" \
-    "${probes[@]}" "${runs[@]}" "${pairs[@]}" --json "$dir/table.json" | tee "$dir/table.txt"
+  scored_on=test table=table
+  [ "$SCORE_ON" = val ] && scored_on=validation table=table-val
+  "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/$SCORE_ON.json" --seeds "$SEEDS" \
+    --scored-on "$scored_on" "${probes[@]}" "${runs[@]}" "${pairs[@]}" --json "$dir/$table.json" | tee "$dir/$table.txt"
 done

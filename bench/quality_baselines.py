@@ -118,6 +118,9 @@ def centre_embeddings(encoder, records, x):
     out = []
     for r in records:
         g = r["graph"]
+        if hasattr(encoder, "centre"):  # a template's centre token needs no tree
+            out.append(encoder.centre(x[g["node_idx"]]))
+            continue
         ei = torch.tensor(g["edge_index"], dtype=torch.long).view(2, -1)
         out.append(encoder(x[torch.tensor(g["node_list"])], ei)[0])
     return torch.stack(out)
@@ -183,7 +186,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--graph", required=True)
     ap.add_argument("--train", required=True)
-    ap.add_argument("--test", required=True)
+    ap.add_argument("--test", required=True, help="the scored papers' records")
+    ap.add_argument("--scored-on", default="test", choices=["test", "validation"],
+                    help="which papers --test holds, for the table's words")
     ap.add_argument("--probe", action="append", default=[], help="NAME=ENCODER_FILE")
     ap.add_argument("--run", action="append", default=[], help="NAME=EVAL_DIR[=SECONDS]")
     ap.add_argument("--versus-probe", action="append", default=[], help="RUN_NAME=PROBE_NAME")
@@ -279,12 +284,14 @@ def main():
             sys.exit(f"--versus-probe {spec}: no row named {name if name not in preds_of else probe}")
         versus_probe.append(paired(name, probe))
 
-    table = {"graph": args.graph, "train_papers": len(train), "test_papers": len(test), "classes": classes,
+    table = {"graph": args.graph, "train_papers": len(train), "test_papers": len(test), "scored_on": args.scored_on,
+             "classes": classes,
              "bootstrap": BOOTSTRAP, "rows": rows,
              "versus_gcn": versus, "versus_own_probe": versus_probe}
     graph_name = json.load(open(os.path.join(args.graph, "meta.json"))).get("name", "")
-    print(f"{graph_name} ({args.graph}): {len(train)} training papers, {len(test)} test papers, "
-          f"{k} classes, {x.shape[1]}-d features; 95% intervals: bootstrap over the test papers")
+    scored = f"{args.scored_on} papers"
+    print(f"{graph_name} ({args.graph}): {len(train)} training papers, {len(test)} {scored}, "
+          f"{k} classes, {x.shape[1]}-d features; 95% intervals: bootstrap over the {scored}")
     print(f"  {'':52} {'accuracy':>8} {'95% interval':>15} {'macro-F1':>8} {'95% interval':>15} {'seconds':>8}")
     for r in rows:
         ci = lambda v: f"[{v[0]:.3f}, {v[1]:.3f}]"

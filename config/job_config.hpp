@@ -43,9 +43,13 @@ struct ModelSection {
   // or from a stage-1 checkpoint: a step_* folder or a folder of them, docs/checkpoints.md).
   std::string graph_encoder, graph_encoder_prefix, projector;
   // A fresh graph encoder's kind, GraphGPT's gnn_type: "gt" (its graph transformer) or "gcn" (the
-  // two-layer GCN of its clip_gcn_arxiv tower). An encoder read from a file is the kind its
-  // tensors or config.json say.
+  // two-layer GCN of its clip_gcn_arxiv tower); or "llaga", LLaGA's neighbourhood-detail template
+  // (no GNN: each slot of a fixed-shape neighbour tree is a graph token, model/graph_encoder.hpp),
+  // whose tree llaga_hops and llaga_fanout shape (the records' shape: graphtune data build
+  // --template llaga). An encoder read from a file is the kind its tensors, metadata or
+  // config.json say.
   std::string graph_encoder_type = "gt";
+  int64_t llaga_hops = 2, llaga_fanout = 10;
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;

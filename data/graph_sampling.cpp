@@ -59,6 +59,53 @@ Subgraph sample_subgraph(const TextGraph& g, int32_t center, int32_t hops, int32
   return s;
 }
 
+Subgraph sample_template_tree(const TextGraph& g, int32_t center, int32_t hops, int32_t fanout, Rng& rng) {
+  if (center < 0 || center >= g.num_nodes())
+    fail("sample_template_tree", "centre node " + std::to_string(center) + " is outside the graph of " +
+                                     std::to_string(g.num_nodes()) + " nodes");
+  if (hops < 1 || fanout < 1)
+    fail("sample_template_tree",
+         "hops and fanout must be >= 1, got " + std::to_string(hops) + " and " + std::to_string(fanout));
+  const int64_t slots = template_tree_slots(hops, fanout);
+  if (slots == 0)
+    fail("sample_template_tree", "the tree of hops " + std::to_string(hops) + " and fanout " + std::to_string(fanout) +
+                                     " has more than " + std::to_string(kMaxTemplateSlots) + " slots");
+  if (g.undirected_adj.offsets.size() != g.nodes.size() + 1)
+    fail("sample_template_tree", "the graph's adjacency is not built (TextGraph::build_adjacency)");
+
+  Subgraph s;
+  s.center = center;
+  s.node_list.assign(static_cast<size_t>(slots), center);
+  std::vector<char> real(static_cast<size_t>(slots), 0);
+  real[0] = 1;
+  std::vector<std::pair<int32_t, int32_t>> e;
+  std::vector<int32_t> candidates;
+  // Slots with children: every slot but the last hop's, whose first is slots - fanout^hops.
+  const int64_t parents = (slots - 1) / fanout;
+  for (int64_t p = 0; p < parents; ++p) {
+    if (!real[p]) continue;  // the children of a pad stay pads
+    const auto row = g.undirected_adj.row(s.node_list[p]);
+    candidates.assign(row.begin(), row.end());
+    const int32_t take = std::min(fanout, static_cast<int32_t>(candidates.size()));
+    if (static_cast<int32_t>(candidates.size()) > fanout)
+      for (int32_t k = 0; k < take; ++k)  // partial Fisher-Yates, as sample_subgraph draws
+        std::swap(candidates[k], candidates[k + rng.below(static_cast<uint32_t>(candidates.size() - k))]);
+    for (int32_t k = 0; k < take; ++k) {
+      const int64_t c = 1 + p * fanout + k;
+      s.node_list[c] = candidates[k];
+      real[c] = 1;
+      e.emplace_back(static_cast<int32_t>(p), static_cast<int32_t>(c));
+      e.emplace_back(static_cast<int32_t>(c), static_cast<int32_t>(p));
+    }
+  }
+  std::sort(e.begin(), e.end());
+  for (const auto& x : e) {
+    s.edge_index[0].push_back(x.first);
+    s.edge_index[1].push_back(x.second);
+  }
+  return s;
+}
+
 NodeSplit split_nodes(const TextGraph& g, double train_frac, double val_frac, uint64_t seed) {
   if (!(train_frac >= 0 && train_frac <= 1)) fail("split", "train fraction must be in [0, 1]");
   if (!(val_frac >= 0 && val_frac <= 1)) fail("split", "validation fraction must be in [0, 1]");

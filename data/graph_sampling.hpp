@@ -1,11 +1,13 @@
 #pragma once
-// Drawing from a graph by seed: GraphGPT's k-hop neighbour subgraphs and the train/val/test
-// node split. Both depend only on the graph and the generator state, never on the platform.
+// Drawing from a graph by seed: GraphGPT's k-hop neighbour subgraphs, LLaGA's fixed-shape
+// neighbour trees and the train/val/test node split. All depend only on the graph and the
+// generator state, never on the platform.
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "common/rng.hpp"
+#include "common/template_tree.hpp"
 #include "data/text_graph.hpp"
 
 namespace gt {
@@ -28,6 +30,28 @@ constexpr int32_t kGraphGptFanout = 10;
 // messages into edge_index[0], so each node, the centre included, hears all its chosen
 // neighbours whichever way the citation points. Invalid centre, hops or fanout: InputError.
 Subgraph sample_subgraph(const TextGraph& g, int32_t center, int32_t hops, int32_t fanout, Rng& rng);
+
+// LLaGA's neighbourhood-detail template (Chen et al., ICML 2024; its
+// get_fix_shape_subgraph_sequence_fast) in GraphGPT's record shape, so every reader of
+// node_list / edge_index takes it unchanged. The tree has template_tree_slots(hops, fanout) =
+// 1 + fanout + ... + fanout^hops slots (common/template_tree.hpp) numbered breadth first: slot 0
+// is the centre, and slot i > 0 hangs under slot (i - 1) / fanout, i.e. each slot of hop t - 1
+// gets `fanout` consecutive child slots at hop t, in the order of its parents. Only that position
+// tells the llaga encoder where a slot sits, which is why the shape never varies.
+//   * Children of a real slot holding v: v's neighbours either citation direction
+//     (g.undirected_adj), nodes already in the tree included (the centre too; LLaGA does not
+//     exclude them, so a node may fill many slots). More than `fanout`: `fanout` of them drawn
+//     without replacement from `rng`, in the order drawn; otherwise all, in adjacency order,
+//     then pad slots. Children of a pad are pads. `rng` is drawn from only where a node has more
+//     than `fanout` neighbours.
+//   * node_list[slot]: the slot's global node id; a pad holds the centre's id, so node_list stays
+//     valid node ids for GraphGPT's readers (and the centre is the one node every record has).
+//   * edge_index: for each real slot c > 0 under slot p, (p, c) and (c, p); sorted as
+//     sample_subgraph's edges are (by source, then destination). Pads get no edge, so slot
+//     i > 0 is a pad exactly when no edge touches it: the llaga encoder reads pads that way
+//     (zero features), and slot 0 is always real.
+// Invalid centre, hops or fanout < 1, or a tree beyond kMaxTemplateSlots: InputError.
+Subgraph sample_template_tree(const TextGraph& g, int32_t center, int32_t hops, int32_t fanout, Rng& rng);
 
 enum class SplitPart : uint8_t { kTrain = 0, kVal = 1, kTest = 2 };
 

@@ -78,6 +78,33 @@ void validate(const InstructionBuildOptions& o) {
   if (o.fanout < 1 || o.fanout > 1000) fail("--fanout", "must be in [1, 1000], got " + std::to_string(o.fanout));
   if (o.max_nodes < 0) fail("--max-nodes", "must be >= 0 (0: no cap), got " + std::to_string(o.max_nodes));
   if (o.max_records < 0) fail("--max-records", "must be >= 0 (0: all), got " + std::to_string(o.max_records));
+  if (o.record_template != "graphgpt" && o.record_template != "llaga")
+    fail("--template", "unknown template '" + o.record_template + "' (want graphgpt or llaga)");
+  if (o.record_template == "llaga") {
+    if (o.task != InstructionTask::kNodeClassification)
+      fail("--template",
+           "not supported yet: --template llaga builds node_classification records (graph_matching / "
+           "link_prediction keep GraphGPT's subgraphs)");
+    if (o.hops < 1) fail("--hops", "must be >= 1 with --template llaga, got " + std::to_string(o.hops));
+    if (template_tree_slots(o.hops, o.fanout) == 0) {
+      // The exact count where it fits, so the message says how far over the limit it is.
+      uint64_t slots = 1, level = 1;
+      bool huge = false;
+      for (int32_t h = 0; h < o.hops && !huge; ++h) {
+        level *= static_cast<uint64_t>(o.fanout);
+        slots += level;
+        huge = level > (uint64_t{1} << 50);
+      }
+      fail("--fanout", "--template llaga with --hops " + std::to_string(o.hops) + " and --fanout " +
+                           std::to_string(o.fanout) + " makes a tree of " +
+                           (huge ? std::string("over 10^15") : std::to_string(slots)) + " slots, more than " +
+                           std::to_string(kMaxTemplateSlots) + " (each slot is a graph token of every prompt)");
+    }
+    if (o.max_nodes != 0)
+      fail("--max-nodes", "must be 0 with --template llaga (its tree of " +
+                              std::to_string(template_tree_slots(o.hops, o.fanout)) + " slots has a fixed shape), got " +
+                              std::to_string(o.max_nodes));
+  }
 }
 
 namespace {
@@ -177,7 +204,9 @@ std::vector<BuiltInstruction> build_instructions(const TextGraph& g, const Instr
       BuiltInstruction r;
       r.id = record_id(g, o.split, std::to_string(c));
       r.dataset = g.name;
-      r.graphs.push_back(to_built(sample_subgraph(sg, c, o.hops, o.fanout, rng), o.max_nodes));
+      r.graphs.push_back(o.record_template == "llaga"
+                             ? to_built(sample_template_tree(sg, c, o.hops, o.fanout, rng), 0)
+                             : to_built(sample_subgraph(sg, c, o.hops, o.fanout, rng), o.max_nodes));
       const GraphRef& b = r.graphs[0];
       std::string q, a;
       if (o.task == InstructionTask::kGraphMatching) {

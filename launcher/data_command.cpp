@@ -1,7 +1,8 @@
 // `graphtune data ...`: making and preparing data sets. Each subcommand registers itself on the
 // `data` command below; `synth` writes the embedded synthetic citation graph
 // (docs/embedded-corpus.md); `convert` writes any graph it can read as a text-graph folder;
-// `build` writes GraphGPT instruction records (data/instruction_builder.hpp).
+// `build` writes GraphGPT instruction records (data/instruction_builder.hpp), with GraphGPT's
+// subgraphs or LLaGA's neighbour trees (--template) as their graphs.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -100,6 +101,10 @@ static void add_build_command(CLI::App& data, int& exit_code) {
   sub->add_option("--hops", o.hops, "subgraph hops")->capture_default_str();
   sub->add_option("--fanout", o.fanout, "neighbours drawn per node and hop")->capture_default_str();
   sub->add_option("--max-nodes", o.max_nodes, "keep the first N nodes of each subgraph (0: all)")->capture_default_str();
+  sub->add_option("--template", o.record_template,
+                  "graphgpt (sampled k-hop subgraph) or llaga (LLaGA's fixed-shape neighbour tree: 1 + fanout + ... + "
+                  "fanout^hops slots, pads where a node has fewer neighbours)")
+      ->capture_default_str();
   sub->add_option("--seed", o.seed, "sampling, shuffles and negatives; the same seed gives the same bytes")
       ->capture_default_str();
   sub->add_option("--split-seed", o.split_seed, "node split and held-out edges (keep it fixed across splits)")
@@ -127,18 +132,28 @@ static void add_build_command(CLI::App& data, int& exit_code) {
     const std::string parent = parent_path(args->out);
     if (!path_exists(parent)) make_dirs(parent);
     write_instructions(args->out, records_of(records));
+    const bool tree = o.record_template == "llaga";
     size_t yes = 0, nodes = 0;
     for (const auto& r : records) {
       if (r.label == 1) ++yes;
-      for (const auto& b : r.graphs) nodes += b.node_list.size();
+      // A tree's size is fixed; what varies is how many of its slots are real (the centre, and
+      // one per edge pair).
+      for (const auto& b : r.graphs) nodes += tree ? 1 + b.edge_index[0].size() / 2 : b.node_list.size();
     }
     const size_t graphs = records.empty() ? 0 : records.size() * records[0].graphs.size();
     std::string extra;
     if (o.task == InstructionTask::kLinkPrediction)
       extra = ", " + std::to_string(yes) + " yes / " + std::to_string(records.size() - yes) + " no";
-    std::fprintf(stderr, "graphtune data build: wrote %s: %zu %s records (%s split of %s, %d nodes)%s, %.1f nodes per subgraph\n",
+    const double per_graph = graphs ? static_cast<double>(nodes) / graphs : 0.0;
+    char size[96];
+    if (tree)
+      std::snprintf(size, sizeof size, "%lld-slot llaga trees, %.1f slots real per tree",
+                    static_cast<long long>(template_tree_slots(o.hops, o.fanout)), per_graph);
+    else
+      std::snprintf(size, sizeof size, "%.1f nodes per subgraph", per_graph);
+    std::fprintf(stderr, "graphtune data build: wrote %s: %zu %s records (%s split of %s, %d nodes)%s, %s\n",
                  args->out.c_str(), records.size(), instruction_task_name(o.task), split_part_name(o.split),
-                 g.name.c_str(), g.num_nodes(), extra.c_str(), graphs ? static_cast<double>(nodes) / graphs : 0.0);
+                 g.name.c_str(), g.num_nodes(), extra.c_str(), size);
     exit_code = 0;
   });
 }

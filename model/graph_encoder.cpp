@@ -16,11 +16,34 @@
 
 namespace gt {
 
+int64_t GraphEncoderConfig::template_slots() const { return template_tree_slots(llaga_hops, llaga_fanout); }
+
+GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t fanout) {
+  GraphEncoderConfig c;
+  c.gnn_type = "llaga";
+  c.gnn_input = gnn_input;
+  c.llaga_hops = hops;
+  c.llaga_fanout = fanout;
+  c.gnn_output = gnn_input + c.template_slots();
+  c.dropout = 0.0;
+  return c;
+}
+
 std::string GraphEncoderConfig::problem() const {
   std::ostringstream ss;
-  if (gnn_type != "gt" && gnn_type != "gcn") ss << "gnn_type must be \"gt\" or \"gcn\", got \"" << gnn_type << "\"";
+  if (gnn_type != "gt" && gnn_type != "gcn" && gnn_type != "llaga")
+    ss << "gnn_type must be \"gt\", \"gcn\" or \"llaga\", got \"" << gnn_type << "\"";
   else if (gnn_input <= 0) ss << "gnn_input must be positive, got " << gnn_input;
   else if (gnn_output <= 0) ss << "gnn_output must be positive, got " << gnn_output;
+  else if (is_llaga() && (llaga_hops <= 0 || llaga_fanout <= 0))
+    ss << "llaga's hops and fanout must be positive, got " << llaga_hops << " and " << llaga_fanout;
+  else if (is_llaga() && template_slots() == 0)
+    ss << "llaga's tree of hops " << llaga_hops << " and fanout " << llaga_fanout << " has more than "
+       << kMaxTemplateSlots << " slots";
+  else if (is_llaga() && gnn_output != gnn_input + template_slots())
+    ss << "a llaga encoder's gnn_output is gnn_input + its " << template_slots() << " slots (" << gnn_input + template_slots()
+       << "), got " << gnn_output;
+  else if (is_llaga()) return "";
   else if (is_gcn() && gnn_hid <= 0) ss << "gnn_hid must be positive, got " << gnn_hid;
   else if (!is_gcn() && att_d_model <= 0) ss << "att_d_model must be positive, got " << att_d_model;
   else if (!is_gcn() && gt_layers < 0) ss << "gt_layers must not be negative, got " << gt_layers;
@@ -33,6 +56,12 @@ std::string GraphEncoderConfig::problem() const {
 GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
   if (auto p = cfg.problem(); !p.empty()) fail("graph encoder config", p);
   auto mk = [](std::initializer_list<int64_t> shape) { return torch::empty(shape); };
+  if (cfg.is_llaga()) {
+    const int64_t n = cfg.template_slots();
+    structure_ = add_named_param(*this, "structure_embedding", mk({n, n}));
+    init_weights(0);
+    return;
+  }
   if (cfg.is_gcn()) {
     gcn_w_.push_back(add_named_param(*this, "vars.0", mk({cfg.gnn_hid, cfg.gnn_input})));
     gcn_b_.push_back(add_named_param(*this, "vars.1", mk({cfg.gnn_hid})));
@@ -66,6 +95,10 @@ void GraphEncoderImpl::init_weights(uint64_t seed) {
   auto uniform = [&](torch::Tensor& p, double bound) {
     p.copy_(torch::empty(p.sizes(), torch::kFloat32).uniform_(-bound, bound, gen));
   };
+  if (cfg_.is_llaga()) {  // nothing drawn: the embedding is the tree's
+    structure_.copy_(template_tree_embedding(cfg_.llaga_hops, cfg_.llaga_fanout));
+    return;
+  }
   if (cfg_.is_gcn()) {
     for (auto& w : gcn_w_) uniform(w, std::sqrt(6.0 / static_cast<double>(w.size(0) + w.size(1))));
     for (auto& b : gcn_b_) b.zero_();
@@ -108,10 +141,35 @@ void GraphEncoderImpl::load_file(const std::string& path, const std::string& pre
   }
 }
 
+std::map<std::string, std::string> GraphEncoderImpl::file_metadata() const {
+  if (!cfg_.is_llaga()) return {};  // GraphGPT's kinds are told by their tensors' names
+  return {{"graph_encoder_type", "llaga"},
+          {"gnn_input", std::to_string(cfg_.gnn_input)},
+          {"llaga_hops", std::to_string(cfg_.llaga_hops)},
+          {"llaga_fanout", std::to_string(cfg_.llaga_fanout)}};
+}
+
 void GraphEncoderImpl::save_safetensors(const std::string& path) const {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (auto& [name, p] : named_weights()) tensors.emplace_back(name, p.detach());
-  gt::save_safetensors(path, tensors);
+  gt::save_safetensors(path, tensors, file_metadata());
+}
+
+torch::Tensor template_tree_embedding(int64_t hops, int64_t fanout) {
+  const GraphEncoderConfig c = llaga_encoder_config(1, hops, fanout);
+  if (auto p = c.problem(); !p.empty()) fail("graph encoder config", p);
+  const int64_t n = c.template_slots();
+  // Breadth-first numbering of a full fanout-ary tree: slot i > 0 hangs under (i - 1) / fanout.
+  auto a = torch::zeros({n, n}, torch::kFloat64);
+  auto acc = a.accessor<double, 2>();
+  for (int64_t i = 1; i < n; ++i) acc[i][(i - 1) / fanout] = acc[(i - 1) / fanout][i] = 1.0;
+  const auto d = a.sum(1).rsqrt();
+  const auto laplacian = torch::eye(n, torch::kFloat64) - d.unsqueeze(1) * a * d.unsqueeze(0);
+  auto vectors = std::get<1>(torch::linalg_eigh(laplacian));
+  // Not the largest entry: in so symmetric a tree several tie, and rounding would pick among them.
+  const auto first = vectors.abs().gt(1e-6).to(torch::kInt64).argmax(0);
+  const auto sign = vectors.gather(0, first.unsqueeze(0)).sign();
+  return (vectors * sign).to(torch::kFloat32).contiguous();
 }
 
 namespace {
@@ -207,7 +265,21 @@ std::pair<torch::Tensor, torch::Tensor> GraphEncoderImpl::checked_inputs(const t
 torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
                                         std::optional<uint64_t> dropout_seed) {
   const auto [x, ei] = checked_inputs(x_in, edge_index, edges_checked);
+  if (cfg_.is_llaga()) return forward_llaga(x, ei);
   return cfg_.is_gcn() ? forward_gcn(x, ei, dropout_seed) : forward_gt(x, ei, dropout_seed);
+}
+
+torch::Tensor GraphEncoderImpl::forward_llaga(const torch::Tensor& x, const torch::Tensor& ei) const {
+  const int64_t n = x.size(0), slots = cfg_.template_slots();
+  if (n != slots)
+    fail("graph encoder input",
+         "a graph of " + std::to_string(n) + " nodes; the llaga encoder reads LLaGA's trees of " + std::to_string(slots) +
+             " slots (hops " + std::to_string(cfg_.llaga_hops) + ", fanout " + std::to_string(cfg_.llaga_fanout) +
+             "): build the records with graphtune data build --template llaga --hops " + std::to_string(cfg_.llaga_hops) +
+             " --fanout " + std::to_string(cfg_.llaga_fanout));
+  // A pad slot is one no edge touches; the centre is real on its own.
+  auto real = torch::zeros({n}, x.options()).index_fill_(0, ei.flatten(), 1.0).index_fill_(0, torch::zeros({1}, ei.options()), 1.0);
+  return torch::cat({x * real.unsqueeze(1), structure_.to(x.scalar_type())}, 1);
 }
 
 GraphEncoderImpl::EdgeShare GraphEncoderImpl::edge_share(const torch::Tensor& edge_index, int64_t n_nodes, int rank,
@@ -227,6 +299,7 @@ GraphEncoderImpl::EdgeShare GraphEncoderImpl::edge_share(const torch::Tensor& ed
 }
 
 torch::Tensor GraphEncoderImpl::forward_split(const torch::Tensor& x_in, const EdgeShare& mine, const SumOverRanks& sum) {
+  if (cfg_.is_llaga()) fail("graph encoder", "the llaga encoder reads record trees; it does not run on a whole graph split over ranks");
   const auto [x, ei] = checked_inputs(x_in, mine.edge_index, false);
   if (cfg_.is_gcn()) return forward_gcn(x, ei, std::nullopt, &sum, std::make_pair(mine.first, mine.last));
   return forward_gt(x, ei, std::nullopt, &sum);

@@ -31,6 +31,21 @@
 // and its hidden layer, as Kipf and Welling's GCN does. Its parameters, as the CLIP state dict
 // names them: vars.0 [gnn_hid, gnn_input], vars.1 [gnn_hid], vars.2 [gnn_output, gnn_hid],
 // vars.3 [gnn_output].
+//
+// "llaga" is LLaGA's neighbourhood-detail template (Chen et al., ICML 2024): no GNN. A record's
+// graph is a fixed-shape tree (graphtune data build --template llaga): slot 0 the centre, then
+// for each slot of the previous hop `fanout` child slots, `hops` deep, so 1 + fanout + ... +
+// fanout^hops slots; a child slot whose node has fewer neighbours is a pad, which no edge
+// touches. Each slot's token is its node's features (zeros for a pad) beside the slot's row of
+// the tree's Laplacian embedding, which says where in the tree the slot is:
+//   out[i] = [x[i] * real[i], structure_embedding[i]]        gnn_output = gnn_input + slots
+// The projector alone learns to read them. structure_embedding [slots, slots] holds the
+// eigenvectors of the symmetric normalised Laplacian of the tree (undirected), computed in
+// float64; LLaGA's code takes np.linalg.eig of I - A of the directed tree, whose A is nilpotent,
+// so every eigenvalue is 1 and its eigenvectors are numerically arbitrary; the paper's Laplacian
+// embedding is the well-posed one. Eigenvalues repeat in so symmetric a tree, so the basis of
+// each eigenspace is LAPACK's choice: the embedding is written into the encoder's file (with
+// hops, fanout and gnn_input in the safetensors metadata) and read back, never recomputed.
 #include <torch/types.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -43,10 +58,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/template_tree.hpp"
+
 namespace gt {
 
 struct GraphEncoderConfig {
-  std::string gnn_type = "gt";  // "gt" (graph transformer) or "gcn"
+  std::string gnn_type = "gt";  // "gt" (graph transformer), "gcn" or "llaga"
   int64_t gnn_input = 128;
   int64_t gnn_hid = 128;  // gcn: its hidden width
   int64_t att_d_model = 128;
@@ -56,9 +73,19 @@ struct GraphEncoderConfig {
   bool att_norm = true;
   bool if_pos = false;   // GraphGPT's clip_gt checkpoints run without the positional row
   double dropout = 0.1;  // gt: after W_P; gcn: on its input and its hidden layer; training mode only
+  int64_t llaga_hops = 2, llaga_fanout = 10;  // llaga: its tree (LLaGA's k_hop, sample_neighbor_size)
   bool is_gcn() const { return gnn_type == "gcn"; }
+  bool is_llaga() const { return gnn_type == "llaga"; }
+  // llaga: the tree's slots, 1 + fanout + ... + fanout^hops (0 when that passes kMaxTemplateSlots).
+  int64_t template_slots() const;
   std::string problem() const;  // "" when consistent, else what is wrong
 };
+
+// A llaga encoder's config: features of width gnn_input, the tree of `hops` and `fanout`.
+GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t fanout);
+// The tree's Laplacian embedding [slots, slots] float32: column k the eigenvector of the k-th
+// smallest eigenvalue, its sign such that its first entry above 1e-6 in magnitude is positive.
+torch::Tensor template_tree_embedding(int64_t hops, int64_t fanout);
 
 class GraphEncoderImpl : public torch::nn::Module {
  public:
@@ -122,8 +149,10 @@ class GraphEncoderImpl : public torch::nn::Module {
   // load_weights from a file: .safetensors, or else a torch.save'd dict of tensors (.pkl/.bin/.pt).
   void load_file(const std::string& path, const std::string& prefix = "");
   // Writes named_weights() as safetensors (atomically), loadable by load_file and by Python's
-  // graph_transformer.load_state_dict(safetensors.torch.load_file(path)).
+  // graph_transformer.load_state_dict(safetensors.torch.load_file(path)); a llaga encoder's
+  // metadata names its kind, hops, fanout and gnn_input (file_metadata).
   void save_safetensors(const std::string& path) const;
+  std::map<std::string, std::string> file_metadata() const;
 
  private:
   // x in the weights' dtype and device and edge_index checked, from forward's arguments.
@@ -135,12 +164,16 @@ class GraphEncoderImpl : public torch::nn::Module {
   torch::Tensor forward_gcn(const torch::Tensor& x, const torch::Tensor& edge_index,
                             std::optional<uint64_t> dropout_seed, const SumOverRanks* sum = nullptr,
                             std::optional<std::pair<int64_t, int64_t>> loops = std::nullopt);
-  const torch::Tensor& first_weight() const { return cfg_.is_gcn() ? gcn_w_[0] : w_p_w_; }
+  torch::Tensor forward_llaga(const torch::Tensor& x, const torch::Tensor& edge_index) const;
+  const torch::Tensor& first_weight() const {
+    return cfg_.is_gcn() ? gcn_w_[0] : cfg_.is_llaga() ? structure_ : w_p_w_;
+  }
 
   GraphEncoderConfig cfg_;
   torch::Tensor w_pos_, w_p_w_, w_p_b_, inv_w_, inv_b_;        // gt
   std::vector<torch::Tensor> q_, k_, v_, norm_w_, norm_b_;     // gt
   std::vector<torch::Tensor> gcn_w_, gcn_b_;                   // gcn: vars.0 / vars.2, vars.1 / vars.3
+  torch::Tensor structure_;                                    // llaga: structure_embedding
 };
 TORCH_MODULE(GraphEncoder);
 

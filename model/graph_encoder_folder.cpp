@@ -79,6 +79,25 @@ GraphEncoderConfig config_of_weights(const std::map<std::string, torch::Tensor>&
   return c;
 }
 
+// A llaga encoder's file: its kind and shape are in the safetensors metadata graphtune writes
+// (model/graph_encoder.hpp); the tensor alone cannot tell the feature width.
+GraphEncoderConfig llaga_config_of_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
+  auto number = [&](const char* key) -> int64_t {
+    auto it = meta.find(key);
+    if (it == meta.end()) fail(path, std::string("a llaga encoder file without '") + key + "' in its metadata");
+    try {
+      size_t used = 0;
+      const int64_t v = std::stoll(it->second, &used);
+      if (used == it->second.size() && v > 0) return v;
+    } catch (const std::exception&) {
+    }
+    fail(path, std::string("metadata '") + key + "' must be a positive whole number, got \"" + it->second + "\"");
+  };
+  GraphEncoderConfig c = llaga_encoder_config(number("gnn_input"), number("llaga_hops"), number("llaga_fanout"));
+  if (const std::string p = c.problem(); !p.empty()) fail(path, p);
+  return c;
+}
+
 }  // namespace
 
 GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
@@ -107,6 +126,17 @@ GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
 GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix) {
   if (!is_directory(path)) {
     const auto weights = ends_with(path, ".safetensors") ? load_safetensors(path) : load_torch_state_dict(path);
+    if (ends_with(path, ".safetensors")) {
+      const auto meta = SafetensorsFile::open(path).metadata();
+      if (auto it = meta.find("graph_encoder_type"); it != meta.end() && it->second == "llaga") {
+        GraphEncoder encoder(llaga_config_of_metadata(meta, path));
+        encoder->load_weights(weights, path, prefix);
+        return encoder;
+      }
+    }
+    if (weights.count(prefix + "structure_embedding"))
+      fail(path, "holds a llaga encoder's structure_embedding without graphtune's metadata (graph_encoder_type, gnn_input, "
+                 "llaga_hops, llaga_fanout): give the .safetensors file graphtune wrote");
     GraphEncoderConfig c = config_of_weights(weights, prefix);
     if (!c.problem().empty()) c = GraphEncoderConfig();  // load_weights names what does not fit
     GraphEncoder encoder(c);

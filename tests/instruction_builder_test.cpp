@@ -1,11 +1,13 @@
 // GraphGPT instruction records (data/instruction_builder.hpp), held-out links
 // (data/link_split.hpp) and the Cora-ML loader (data/cora_ml.hpp): schema, determinism, and
-// that nothing of the evaluation splits leaks into training records.
+// that nothing of the evaluation splits leaks into training records. LLaGA's neighbour trees
+// (--template llaga): the exact tree on a hand-made graph, the draws, and the refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -332,6 +334,225 @@ TEST(InstructionBuilder, BadOptionsNameTheFlag) {
             std::string::npos);
   EXPECT_NE(gt::test::input_error_of([] { gt::parse_split_part("dev"); }).find("--split"), std::string::npos);
   EXPECT_NE(gt::test::input_error_of([] { gt::load_graph("/nonexistent/graph"); }).find("/nonexistent/graph"),
+            std::string::npos);
+}
+
+// A hand-made citation graph whose trees are worked out by hand below. Undirected neighbours,
+// in adjacency (ascending) order:
+//   0: 1 2      1: 0 3      2: 0 4 5 6 7      3: 1      4, 5, 6, 7: 2
+// Node 2 has more neighbours than a fanout of 3; every other node has at most 2.
+const gt::TextGraph& hand_graph() {
+  static const gt::TextGraph g = [] {
+    gt::TextGraph h;
+    h.name = "hand";
+    h.class_names = {"alpha", "beta"};
+    h.class_descriptions = {"a", "b"};
+    for (int32_t i = 0; i < 8; ++i) h.nodes.push_back({i, i % 2, "paper " + std::to_string(i), "text " + std::to_string(i)});
+    h.edges = {{0, 1}, {2, 0}, {1, 3}, {2, 4}, {5, 2}, {2, 6}, {7, 2}};
+    h.feature_dim = 1;
+    h.features.assign(8, 0.5f);
+    h.build_adjacency();
+    gt::check_text_graph(h, "hand graph");
+    return h;
+  }();
+  return g;
+}
+
+// Every node a training centre, no link held out: the trees are drawn from the whole graph.
+InstructionBuildOptions llaga_opts(int32_t hops, int32_t fanout, uint64_t seed = 42) {
+  InstructionBuildOptions o = opts(InstructionTask::kNodeClassification, SplitPart::kTrain, seed);
+  o.record_template = "llaga";
+  o.hops = hops;
+  o.fanout = fanout;
+  o.train_frac = 1;
+  o.val_frac = 0;
+  o.edge_val_frac = o.edge_test_frac = 0;
+  return o;
+}
+
+const BuiltInstruction& record_of(const std::vector<BuiltInstruction>& recs, int64_t centre) {
+  for (const auto& r : recs)
+    if (r.graphs[0].node_idx == centre) return r;
+  throw std::runtime_error("no record for centre " + std::to_string(centre));
+}
+
+using Ids = std::vector<int64_t>;
+
+TEST(LlagaTemplate, TreeOfAHandMadeGraphIsExact) {
+  const auto recs = gt::build_instructions(hand_graph(), llaga_opts(2, 3));
+  ASSERT_EQ(recs.size(), 8u);
+  EXPECT_EQ(gt::template_tree_slots(2, 3), 13);
+  EXPECT_EQ(gt::template_tree_slots(2, 10), 111);
+
+  // Centre 3: its one neighbour (1), then two pads; 1's neighbours are 0 and 3 (the centre again,
+  // a real slot) then a pad; the pads' children are pads. Pads hold the centre's id.
+  const gt::GraphRef& t = record_of(recs, 3).graphs[0];
+  EXPECT_EQ(t.node_idx, 3);
+  EXPECT_EQ(t.node_list, (Ids{3, /*hop 1*/ 1, 3, 3, /*under 1*/ 0, 3, 3, /*under pads*/ 3, 3, 3, 3, 3, 3}));
+  EXPECT_EQ(t.edge_index[0], (Ids{0, 1, 1, 1, 4, 5}));
+  EXPECT_EQ(t.edge_index[1], (Ids{1, 0, 4, 5, 1, 1}));
+
+  // Centre 0 with fanout 5: every node has at most 5 neighbours, so nothing is drawn and the
+  // whole tree follows adjacency order. 31 slots: 1 + 5 + 25.
+  const auto wide = gt::build_instructions(hand_graph(), llaga_opts(2, 5));
+  const gt::GraphRef& w = record_of(wide, 0).graphs[0];
+  ASSERT_EQ(static_cast<int64_t>(w.node_list.size()), gt::template_tree_slots(2, 5));
+  Ids want = {0, 1, 2, 0, 0, 0, /*under 1*/ 0, 3, 0, 0, 0, /*under 2*/ 0, 4, 5, 6, 7};
+  want.resize(31, 0);  // under the three pads of hop 1
+  EXPECT_EQ(w.node_list, want);
+  std::vector<Pair> edges;
+  for (size_t k = 0; k < w.edge_index[0].size(); ++k)
+    edges.emplace_back(static_cast<int32_t>(w.edge_index[0][k]), static_cast<int32_t>(w.edge_index[1][k]));
+  EXPECT_EQ(edges, (std::vector<Pair>{{0, 1},  {0, 2},  {1, 0},  {1, 6},  {1, 7},  {2, 0},  {2, 11}, {2, 12},
+                                      {2, 13}, {2, 14}, {2, 15}, {6, 1},  {7, 1},  {11, 2}, {12, 2}, {13, 2},
+                                      {14, 2}, {15, 2}}));
+
+  // The question is node classification's, about the centre, as with GraphGPT's subgraphs.
+  const BuiltInstruction& r = record_of(recs, 3);
+  EXPECT_EQ(r.id, "hand_train_3");
+  EXPECT_EQ(r.label, 1);
+  EXPECT_EQ(r.conversations[1].value, "beta");
+  EXPECT_NE(r.conversations[0].value.find("Title: paper 3\nText: text 3\n"), std::string::npos);
+
+  // Repeated node ids and pads are valid GraphGPT records: written and read back unchanged.
+  const std::string text = gt::instructions_json(gt::records_of(recs), "llaga.json");
+  const auto back = gt::read_instructions_text(text, "llaga.json");
+  ASSERT_EQ(back.size(), recs.size());
+  EXPECT_EQ(back[3].graphs[0].node_list, recs[3].graphs[0].node_list);
+  EXPECT_EQ(back[3].graphs[0].edge_index, recs[3].graphs[0].edge_index);
+}
+
+TEST(LlagaTemplate, DrawsDistinctNeighboursBySeed) {
+  // Centre 0, fanout 3: node 2 (slot 2) has 5 neighbours, so slots 7..9 are 3 of them drawn;
+  // the rest of the tree is fixed.
+  std::set<Ids> draws;
+  std::string first;
+  for (uint64_t seed : {42, 43, 44, 45, 46, 47}) {
+    const auto recs = gt::build_instructions(hand_graph(), llaga_opts(2, 3, seed));
+    const gt::GraphRef& t = record_of(recs, 0).graphs[0];
+    ASSERT_EQ(t.node_list.size(), 13u);
+    const Ids drawn(t.node_list.begin() + 7, t.node_list.begin() + 10);
+    Ids fixed = t.node_list;
+    std::fill(fixed.begin() + 7, fixed.begin() + 10, -1);
+    EXPECT_EQ(fixed, (Ids{0, 1, 2, 0, 0, 3, 0, -1, -1, -1, 0, 0, 0})) << seed;
+    EXPECT_EQ(std::set<int64_t>(drawn.begin(), drawn.end()).size(), 3u) << seed << ": drawn without replacement";
+    for (int64_t v : drawn) EXPECT_TRUE(v == 0 || (v >= 4 && v <= 7)) << seed << ": " << v << " is not a neighbour of 2";
+    EXPECT_EQ(t.edge_index[0], (Ids{0, 0, 1, 1, 1, 2, 2, 2, 2, 4, 5, 7, 8, 9})) << seed;
+    EXPECT_EQ(t.edge_index[1], (Ids{1, 2, 0, 4, 5, 0, 7, 8, 9, 1, 1, 2, 2, 2})) << seed;
+    draws.insert(drawn);
+
+    const std::string a = gt::instructions_json(gt::records_of(recs), "a.json");
+    EXPECT_EQ(a, gt::instructions_json(gt::records_of(gt::build_instructions(hand_graph(), llaga_opts(2, 3, seed))),
+                                       "a.json"))
+        << seed << ": the same seed gives the same bytes";
+    if (seed == 42) first = a;
+    else EXPECT_NE(a, first) << seed << ": another seed draws again";
+  }
+  EXPECT_GE(draws.size(), 3u);
+
+  // The sampler itself, on a generator of its own: a tree of hops 1 is the centre's neighbours.
+  gt::Rng rng(9);
+  const gt::Subgraph s = gt::sample_template_tree(hand_graph(), 2, 1, 4, rng);
+  ASSERT_EQ(s.node_list.size(), 5u);
+  EXPECT_EQ(s.node_list[0], 2);
+  EXPECT_EQ(std::set<int32_t>(s.node_list.begin() + 1, s.node_list.end()).size(), 4u);
+  EXPECT_EQ(s.edge_index[0], (std::vector<int32_t>{0, 0, 0, 0, 1, 2, 3, 4}));
+  EXPECT_EQ(s.edge_index[1], (std::vector<int32_t>{1, 2, 3, 4, 0, 0, 0, 0}));
+}
+
+TEST(LlagaTemplate, TreesOfALargerGraphKeepTheirShapeAndLeakNothing) {
+  const auto& g = small_graph();
+  const InstructionBuildOptions d;
+  const gt::LinkSplit ls = gt::split_links(g, d.edge_val_frac, d.edge_test_frac, d.split_seed);
+  const gt::TextGraph sg = gt::sampling_graph(g, ls);
+  auto o = opts(InstructionTask::kNodeClassification, SplitPart::kTest);
+  o.record_template = "llaga";
+  const auto recs = gt::build_instructions(g, o);
+  ASSERT_GT(recs.size(), 50u);
+  size_t pads = 0, repeats = 0;
+  for (const auto& r : recs) {
+    const gt::GraphRef& t = r.graphs[0];
+    ASSERT_EQ(t.node_list.size(), 111u) << r.id;
+    EXPECT_EQ(t.node_list[0], t.node_idx);
+    std::vector<int> touched(111, 0);
+    for (size_t k = 0; k < t.edge_index[0].size(); ++k) {
+      const int64_t a = t.edge_index[0][k], b = t.edge_index[1][k];
+      ++touched[a];
+      ++touched[b];
+      const int64_t child = std::max(a, b), parent = std::min(a, b);
+      ASSERT_EQ(parent, (child - 1) / 10) << r.id << ": edges join a slot and its parent only";
+      const auto row = sg.undirected_adj.row(static_cast<int32_t>(t.node_list[parent]));
+      EXPECT_TRUE(std::find(row.begin(), row.end(), static_cast<int32_t>(t.node_list[child])) != row.end())
+          << r.id << ": slot " << child << " is not a neighbour of its parent in the sampling graph";
+    }
+    std::vector<bool> real(111);
+    std::multiset<int64_t> in_real_slots;
+    for (size_t i = 0; i < 111; ++i) {
+      real[i] = i == 0 || touched[i] > 0;  // a pad is a slot i > 0 no edge touches
+      if (real[i]) in_real_slots.insert(t.node_list[i]);
+      else {
+        ++pads;
+        EXPECT_EQ(t.node_list[i], t.node_idx) << r.id << ": a pad holds the centre's id";
+      }
+    }
+    for (size_t p = 0; p < 11; ++p) {
+      // The real children of a real slot: min(fanout, degree) of them, first; then pads.
+      const int32_t deg = sg.undirected_adj.degree(static_cast<int32_t>(t.node_list[p]));
+      const size_t want = real[p] ? static_cast<size_t>(std::min(10, deg)) : 0;
+      for (size_t k = 0; k < 10; ++k) EXPECT_EQ(real[1 + p * 10 + k], k < want) << r.id << ": slot " << 1 + p * 10 + k;
+      if (real[p]) {
+        std::set<int64_t> children(t.node_list.begin() + 1 + p * 10, t.node_list.begin() + 1 + p * 10 + want);
+        EXPECT_EQ(children.size(), want) << r.id << ": a node's children are distinct neighbours";
+      }
+    }
+    for (int64_t v : in_real_slots)
+      if (in_real_slots.count(v) > 1) {
+        ++repeats;
+        break;
+      }
+  }
+  EXPECT_GT(pads, 0u);
+  EXPECT_GT(repeats, 0u) << "nodes already in the tree are drawn again (LLaGA excludes none)";
+}
+
+TEST(LlagaTemplate, RefusalsNameTheFlagBeforeAnyGraph) {
+  auto err = [](InstructionBuildOptions o) { return gt::test::input_error_of([&] { gt::validate(o); }); };
+  auto o = llaga_opts(2, 10);
+  EXPECT_EQ(err(o), "(no error)");
+  o.task = InstructionTask::kLinkPrediction;
+  EXPECT_EQ(err(o),
+            "--template: not supported yet: --template llaga builds node_classification records (graph_matching / "
+            "link_prediction keep GraphGPT's subgraphs)");
+  o.task = InstructionTask::kGraphMatching;
+  EXPECT_NE(err(o).find("--template: not supported yet"), std::string::npos) << err(o);
+  o = llaga_opts(2, 10);
+  o.max_nodes = 24;
+  EXPECT_NE(err(o).find("--max-nodes"), std::string::npos) << err(o);
+  EXPECT_NE(err(o).find("111 slots"), std::string::npos) << err(o);
+  o = llaga_opts(2, 10);
+  o.record_template = "graphsage";
+  EXPECT_NE(err(o).find("--template"), std::string::npos) << err(o);
+  EXPECT_NE(err(o).find("graphgpt or llaga"), std::string::npos) << err(o);
+  o = llaga_opts(0, 10);
+  EXPECT_NE(err(o).find("--hops"), std::string::npos) << err(o);
+  o = llaga_opts(3, 20);  // 1 + 20 + 400 + 8000
+  EXPECT_NE(err(o).find("--fanout"), std::string::npos) << err(o);
+  EXPECT_NE(err(o).find("8421 slots, more than 4096"), std::string::npos) << err(o);
+  o = llaga_opts(8, 1000);
+  EXPECT_NE(err(o).find("over 10^15 slots"), std::string::npos) << err(o);
+  EXPECT_EQ(err(llaga_opts(1, 1000)), "(no error)");  // 1001 slots
+  EXPECT_EQ(err(llaga_opts(8, 2)), "(no error)");     // 511 slots
+  // GraphGPT's subgraphs keep every task and --max-nodes.
+  o = opts(InstructionTask::kLinkPrediction, SplitPart::kTrain);
+  o.max_nodes = 24;
+  EXPECT_EQ(err(o), "(no error)");
+  // The sampler's own checks.
+  gt::Rng rng(1);
+  EXPECT_NE(gt::test::input_error_of([&] { gt::sample_template_tree(hand_graph(), 8, 2, 3, rng); }).find("outside"),
+            std::string::npos);
+  EXPECT_NE(gt::test::input_error_of([&] { gt::sample_template_tree(hand_graph(), 0, 0, 3, rng); }).find(">= 1"),
+            std::string::npos);
+  EXPECT_NE(gt::test::input_error_of([&] { gt::sample_template_tree(hand_graph(), 0, 3, 20, rng); }).find("4096"),
             std::string::npos);
 }
 

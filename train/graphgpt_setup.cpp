@@ -75,6 +75,21 @@ void load_projector_checkpoint(GraphGpt& model, const std::string& folder) {
   }
 }
 
+// A llaga encoder reads every graph as its tree; a record of GraphGPT's subgraphs is refused
+// here, naming it, rather than at the batch that holds it.
+void check_records_are_trees(const std::vector<InstructionRecord>& records, const GraphEncoderConfig& c,
+                             const std::string& file) {
+  const int64_t slots = c.template_slots();
+  for (const InstructionRecord& r : records)
+    for (const GraphRef& g : r.graphs)
+      if (static_cast<int64_t>(g.node_list.size()) != slots)
+        fail(file, "record id \"" + r.id + "\": graph.node_list has " + std::to_string(g.node_list.size()) +
+                       " nodes; the llaga encoder reads LLaGA's trees of " + std::to_string(slots) + " slots (hops " +
+                       std::to_string(c.llaga_hops) + ", fanout " + std::to_string(c.llaga_fanout) +
+                       "): build the records with graphtune data build --template llaga --hops " +
+                       std::to_string(c.llaga_hops) + " --fanout " + std::to_string(c.llaga_fanout));
+}
+
 std::string sibling(const std::string& file, const std::string& name) {
   auto slash = file.rfind('/');
   return (slash == std::string::npos ? std::string(".") : file.substr(0, slash)) + "/" + name;
@@ -108,10 +123,17 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     GraphEncoderConfig fresh;  // GraphGPT's shape, taking the features as they are (checked below)
     fresh.gnn_type = cfg.model.graph_encoder_type;
     if (!s.features.x.empty()) fresh.gnn_input = s.features.x.begin()->second.size(1);
+    if (fresh.is_llaga()) fresh = llaga_encoder_config(fresh.gnn_input, cfg.model.llaga_hops, cfg.model.llaga_fanout);
     encoder = GraphEncoder(fresh);
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
+  }
+  if (encoder->config().is_llaga()) {
+    if (cfg.training.trains_encoder())
+      fail(cfg.where("training", "trainable"), "the llaga encoder has no weights to train (its tokens are the node "
+                                                "features and the tree's fixed embedding): use graphgpt or projector+lora");
+    if (records) check_records_are_trees(*records, encoder->config(), cfg.data.instructions);
   }
   for (const auto& [name, x] : s.features.x)
     if (x.size(1) != encoder->config().gnn_input)
@@ -245,7 +267,7 @@ void save_graph_phase_outputs(GraphGpt& model, const std::string& dir) {
   // in bf16, and writes the values it ran with, widened exactly.
   std::vector<std::pair<std::string, torch::Tensor>> encoder;
   for (auto& [name, p] : model->encoder->named_weights()) encoder.emplace_back(name, p.detach().to(torch::kFloat32));
-  save_safetensors(dir + "/graph_encoder.safetensors", encoder);
+  save_safetensors(dir + "/graph_encoder.safetensors", encoder, model->encoder->file_metadata());
 }
 
 }  // namespace gt

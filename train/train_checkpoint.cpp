@@ -149,6 +149,10 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
     m["model.graph_encoder"] = c.model.graph_encoder;
     m["model.graph_encoder_prefix"] = c.model.graph_encoder_prefix;
     m["model.graph_encoder_type"] = c.model.graph_encoder_type;
+    if (c.model.graph_encoder_type == "llaga") {  // a fresh llaga encoder's tree
+      m["model.llaga_hops"] = std::to_string(c.model.llaga_hops);
+      m["model.llaga_fanout"] = std::to_string(c.model.llaga_fanout);
+    }
     m["data.features"] = c.data.features;
     // They decide which records each step reads and the encoder's masks: a resume that changed
     // them would not continue the run it names.

@@ -99,8 +99,36 @@ class GraphGcn(torch.nn.Module):
         return F.linear(prop(h), self.vars2, self.vars3)
 
 
+class Llaga(torch.nn.Module):
+    """LLaGA's neighbourhood-detail template: no GNN. A graph is LLaGA's fixed-shape neighbour tree
+    (graphtune data build --template llaga), a slot no edge touches (but the centre) is a pad;
+    each slot's token is its features, zeros at a pad, beside the slot's row of the tree's
+    Laplacian embedding (structure_embedding, read from the file as graphtune wrote it)."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.register_buffer("pe", weights["structure_embedding"].to(torch.float32))
+
+    @torch.no_grad()
+    def forward(self, x, edge_index):
+        n = self.pe.shape[0]
+        if x.shape[0] != n:
+            raise ValueError(f"a graph of {x.shape[0]} nodes; this llaga encoder reads trees of {n} slots")
+        real = torch.zeros(n)
+        real[edge_index.reshape(-1).long()] = 1.0
+        real[0] = 1.0
+        return torch.cat([x.to(torch.float32) * real.unsqueeze(1), self.pe], 1)
+
+    def centre(self, x_centre):
+        """The centre's token, which its tree's other slots do not change."""
+        return torch.cat([x_centre.to(torch.float32), self.pe[0]])
+
+
 def graph_encoder(weights, heads=8):
-    """The encoder a state dict holds: GraphGPT's GCN (vars.*) or its graph transformer."""
+    """The encoder a state dict holds: GraphGPT's GCN (vars.*), LLaGA's template
+    (structure_embedding) or GraphGPT's graph transformer."""
+    if "structure_embedding" in weights:
+        return Llaga(weights)
     return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
 
 

@@ -60,6 +60,32 @@ check "--max-nodes caps node_list" "$PY" -c "
 import json, sys
 assert max(len(r['graph']['node_list']) for r in json.load(open(sys.argv[1]))) <= 6" "$TMP/gm_small.json"
 
+# --template llaga: LLaGA's fixed-shape trees (hops 2, fanout 3: 13 slots) in GraphGPT's format.
+"$GT" data build --graph embedded --task node_classification --template llaga --hops 2 --fanout 3 --max-records 40 \
+  --out "$TMP/llaga.json" 2>"$TMP/log"
+check "llaga exits 0" [ $? -eq 0 ]
+check "llaga summary is one line" one_line_mentioning "$TMP/log" "13-slot llaga trees"
+check "llaga trees: slot i under (i - 1) / 3, both ways, sorted; a pad holds the centre, no edge" "$PY" -c "
+import json, sys
+recs = json.load(open(sys.argv[1]))
+assert len(recs) == 40
+for r in recs:
+    g = r['graph']
+    nl, ei = g['node_list'], g['edge_index']
+    assert len(nl) == 13 and nl[0] == g['node_idx'], r['id']
+    edges = list(zip(ei[0], ei[1]))
+    assert edges == sorted(edges), r['id']
+    real = [0] + sorted(c for p, c in edges if c > p)
+    assert sorted(edges) == sorted([((c - 1) // 3, c) for c in real[1:]] + [(c, (c - 1) // 3) for c in real[1:]]), r['id']
+    assert all(nl[i] == nl[0] for i in range(13) if i not in real), r['id']
+" "$TMP/llaga.json"
+"$GT" data build --graph embedded --task node_classification --template llaga --hops 2 --fanout 3 --max-records 40 \
+  --out "$TMP/llaga_again.json" 2>/dev/null
+check "llaga same seed, identical bytes" cmp -s "$TMP/llaga.json" "$TMP/llaga_again.json"
+"$GT" data build --graph embedded --task node_classification --template llaga --hops 2 --fanout 3 --max-records 40 \
+  --seed 9 --out "$TMP/llaga_other.json" 2>/dev/null
+check "llaga other seed, other bytes" differ "$TMP/llaga.json" "$TMP/llaga_other.json"
+
 # Bad input: one line naming the flag, exit code 2, nothing written.
 B="$GT data build --graph embedded --task node_classification"
 expect_fail "missing graph folder" "--graph" -- $GT data build --graph "$TMP/nope" --task graph_matching --out "$TMP/bad.json"
@@ -70,6 +96,11 @@ expect_fail "negative val fraction" "--val-frac" -- $B --val-frac -0.1 --out "$T
 expect_fail "fractions add up over 1" "more than 1" -- $B --train-frac 0.7 --val-frac 0.5 --out "$TMP/bad.json"
 expect_fail "edge fraction above 1" "--edge-test-frac" -- $B --edge-test-frac 1.2 --out "$TMP/bad.json"
 expect_fail "empty test split" "--split" -- $B --train-frac 1 --val-frac 0 --split test --out "$TMP/bad.json"
+expect_fail "llaga for link prediction" "--template: not supported yet" -- \
+  $GT data build --graph embedded --task link_prediction --template llaga --out "$TMP/bad.json"
+expect_fail "llaga with --max-nodes" "--max-nodes" -- $B --template llaga --max-nodes 24 --out "$TMP/bad.json"
+expect_fail "unknown template" "--template" -- $B --template graphsage --out "$TMP/bad.json"
+expect_fail "llaga tree past 4096 slots" "--fanout" -- $B --template llaga --hops 3 --fanout 20 --out "$TMP/bad.json"
 check "nothing written for bad input" [ ! -e "$TMP/bad.json" ]
 
 sha_before=$(sha256sum "$TMP/graph_matching.json")

@@ -1,0 +1,25 @@
+#pragma once
+// The size of LLaGA's neighbourhood-detail tree, which the record builder samples and the llaga
+// graph encoder reads: the centre, then `fanout` child slots under each slot of the previous hop,
+// `hops` deep. Torch-free: the config, the records and the encoder all check it.
+#include <cstdint>
+
+namespace gt {
+
+// Each slot is a graph token of every prompt: more than this is refused.
+constexpr int64_t kMaxTemplateSlots = 4096;
+
+// 1 + fanout + ... + fanout^hops; 0 when hops or fanout is not positive or the tree passes
+// kMaxTemplateSlots.
+inline int64_t template_tree_slots(int64_t hops, int64_t fanout) {
+  if (hops <= 0 || fanout <= 0) return 0;
+  int64_t slots = 1, level = 1;
+  for (int64_t h = 0; h < hops; ++h) {
+    level *= fanout;
+    slots += level;
+    if (level > kMaxTemplateSlots || slots > kMaxTemplateSlots) return 0;
+  }
+  return slots;
+}
+
+}  // namespace gt
