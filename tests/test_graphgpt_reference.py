@@ -8,6 +8,9 @@ must agree within 1e-4 (fp32), for
   (b) a wider LLaMA transformers writes itself: dim 512, 8 layers, 8 heads, 4 kv heads (GQA),
       FFN 1376, untied head, random weights (seed 0), with the same tok512 tokenizer.
 Each batch has two rows of different lengths (right padding) and one graph per row.
+And LLaGA's graph tokens on (b): node classification records of its neighbour trees (data build
+--template llaga, 2 hops, fanout 3: 13 slots, trees with pads), the llaga encoder (features
+beside the tree's Laplacian embedding), stage task.
 
 Environment (set by ctest): GRAPHTUNE_GRAPHGPT_REF_DRIVER, GRAPHTUNE_BIN, GRAPHTUNE_ASSETS,
 GRAPHTUNE_SOURCE_DIR. Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
@@ -50,7 +53,7 @@ transformers.logging.disable_progress_bar()
 torch.set_num_threads(2)
 
 
-def write_config(tmp, tag, model, records, max_len):
+def write_config(tmp, tag, model, records, max_len, stage="graph_matching", model_extra=""):
     path = os.path.join(tmp, f"{tag}.toml")
     with open(path, "w") as f:
         f.write(f"""[job]
@@ -60,13 +63,14 @@ out_dir = "{tmp}/run-{tag}"
 path = "{model}"
 tokenizer = "{tok512}"
 dtype = "fp32"
+{model_extra}
 [data]
 instructions = "{records}"
 graph = "embedded"
 max_len = {max_len}
 num_workers = 0
 [training]
-stage = "graph_matching"
+stage = "{stage}"
 steps = 1
 batch_size = 2
 seed = 7
@@ -75,9 +79,9 @@ trainable = "graphgpt"
     return path
 
 
-def compare(tmp, tag, model, records, max_len):
+def compare(tmp, tag, model, records, max_len, **config):
     out = os.path.join(tmp, f"out-{tag}")
-    p = run(driver, write_config(tmp, tag, model, records, max_len), out)
+    p = run(driver, write_config(tmp, tag, model, records, max_len, **config), out)
     print(p.stdout.strip())
     ref = graphgpt_reference.run_reference(model, out)
     diffs = graphgpt_reference.differences(out, ref)
@@ -143,7 +147,20 @@ def main():
         hf = os.path.join(tmp, "stories-hf")
         run(launcher, "convert", "--model", stories, "--out", hf)
         compare(tmp, "stories260K", hf, short_records(records, os.path.join(tmp, "gm-short.json")), 512)
-        compare(tmp, "bench-512x8", bench_model(tmp), records, 1024)
+        bench = bench_model(tmp)
+        compare(tmp, "bench-512x8", bench, records, 1024)
+        trees = os.path.join(tmp, "trees.json")
+        run(launcher, "data", "build", "--graph", "embedded", "--task", "node_classification", "--split", "train",
+            "--template", "llaga", "--hops", "2", "--fanout", "3", "--max-records", "200", "--out", trees)
+        # Trees with pads (slots no edge touches), so that the zeroed features are compared too.
+        def pads(r):
+            g = r["graph"]
+            return len(g["node_list"]) - 1 - len({v for e in g["edge_index"] for v in e} - {0})
+        padded = [r for r in json.load(open(trees)) if pads(r) > 0][:4]
+        check("llaga: 4 trees with pads to compare", len(padded) == 4, f"{len(padded)} found")
+        json.dump(padded, open(trees, "w"))
+        compare(tmp, "llaga-512x8", bench, trees, 1024, stage="task",
+                model_extra='graph_encoder_type = "llaga"\nllaga_hops = 2\nllaga_fanout = 3')
     finish()
 
 

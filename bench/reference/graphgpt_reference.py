@@ -194,7 +194,7 @@ def run_reference(llm_folder, driver_dir, heads=8, attn="eager"):
     dump = load_file(f"{driver_dir}/graphtune.safetensors")
     token_ids = dump["token_ids"].tolist()
     llm = load_llm(llm_folder, max(token_ids) + 1, attn)
-    model = GraphGpt(llm, GraphTransformer(load_file(f"{driver_dir}/graph_encoder.safetensors"), heads),
+    model = GraphGpt(llm, graph_encoder(load_file(f"{driver_dir}/graph_encoder.safetensors"), heads),
                      load_file(f"{driver_dir}/graph_projector.safetensors"),
                      load_file(f"{driver_dir}/graph_tokens.safetensors"), token_ids)
     out = model(dump["input_ids"], dump["attention_mask"], graphs_of(dump), labels=dump["labels"])
