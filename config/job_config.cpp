@@ -189,7 +189,7 @@ TrainingSection read_training(SectionReader& in, const ModelSection& model, cons
     r.reject("training", "steps", "must be positive (or 0 with [training].epochs set, for GraphGPT stages)");
   t.trainable = in.one_of("training", "trainable", t.trainable,
                           {Trainable::kGraphGpt, Trainable::kGraphGptEncoder, Trainable::kProjector,
-                           Trainable::kProjectorLora});
+                           Trainable::kProjectorLora, Trainable::kProjectorLoraEncoder});
   t.batch_size = in.positive("training", "batch_size", t.batch_size);
   t.seq_len = in.positive("training", "seq_len", t.seq_len);
   t.grad_accum_steps = in.positive("training", "grad_accum_steps", t.grad_accum_steps);

@@ -96,7 +96,12 @@ struct TrainingSection {
   int64_t steps = 200, epochs = 0, batch_size = 8, seq_len = 128, grad_accum_steps = 1, seed = 1234;
   Trainable trainable = Trainable::kGraphGpt;
   bool trains_token_rows() const { return trainable == Trainable::kGraphGpt || trainable == Trainable::kGraphGptEncoder; }
-  bool trains_encoder() const { return trainable == Trainable::kGraphGptEncoder; }
+  bool trains_encoder() const {
+    return trainable == Trainable::kGraphGptEncoder || trainable == Trainable::kProjectorLoraEncoder;
+  }
+  bool trains_lora() const {
+    return trainable == Trainable::kProjectorLora || trainable == Trainable::kProjectorLoraEncoder;
+  }
   double max_grad_norm = 1.0;
   int64_t log_every = 10, threads = 0;  // 0: all cores
   // Recompute each decoder layer's activations in the backward pass instead of keeping them:

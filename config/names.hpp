@@ -25,7 +25,7 @@ enum class DType { kFp32, kBf16, kFp16 };
 // (GraphGPT's), those and the graph encoder (end to end through the frozen LLM, at
 // [optimizer].encoder_lr), the projector alone, or the projector and LoRA adapters on the
 // frozen LLM ([lora], model/lora.hpp).
-enum class Trainable { kGraphGpt, kGraphGptEncoder, kProjector, kProjectorLora };
+enum class Trainable { kGraphGpt, kGraphGptEncoder, kProjector, kProjectorLora, kProjectorLoraEncoder };
 
 // [training].on_nonfinite: a step whose loss or gradient norm is not finite is skipped, or ends
 // the run.
@@ -65,7 +65,8 @@ template <>
 struct NameTable<Trainable> {
   static constexpr NamedValue<Trainable> entries[] = {
       {Trainable::kGraphGpt, "graphgpt"}, {Trainable::kGraphGptEncoder, "graphgpt+encoder"},
-      {Trainable::kProjector, "projector"}, {Trainable::kProjectorLora, "projector+lora"}};
+      {Trainable::kProjector, "projector"}, {Trainable::kProjectorLora, "projector+lora"},
+      {Trainable::kProjectorLoraEncoder, "projector+lora+encoder"}};
 };
 template <>
 struct NameTable<NonFinitePolicy> {

@@ -279,10 +279,10 @@ LayoutPlan plan_layout(const PlanJob& asked, const Devices& devices, const Layou
     if (graph) {
       const int64_t proj = (job.graph_hidden * D + D) / layout.tp;
       const bool rows = job.trainable == Trainable::kGraphGpt || job.trainable == Trainable::kGraphGptEncoder;
-      const bool encoder = job.trainable == Trainable::kGraphGptEncoder;
+      const bool encoder = job.trainable == Trainable::kGraphGptEncoder || job.trainable == Trainable::kProjectorLoraEncoder;
       if (first) trainable = proj + (rows ? 2 * D : 0) + (encoder ? graph_encoder_params(job.graph_hidden) : 0);
       // Each stage trains its layers' adapters (fp32, on top of the frozen weights).
-      if (job.trainable == Trainable::kProjectorLora) trainable += (r.last_layer - r.first_layer) * job.lora_per_layer;
+      if (job.trainable == Trainable::kProjectorLora || job.trainable == Trainable::kProjectorLoraEncoder) trainable += (r.last_layer - r.first_layer) * job.lora_per_layer;
       const double frozen_bytes = job.bf16 ? 2.0 : 4.0;
       r.weights = held * frozen_bytes + 4.0 * static_cast<double>(trainable);
       if (first && !encoder) r.weights += frozen_bytes * static_cast<double>(graph_encoder_params(job.graph_hidden));

@@ -127,7 +127,7 @@ int run_pipeline(LaunchFlags& f, const std::vector<std::string>& extra, bool res
   // LoRA adapters a stage trains go on with the model: into stage 2 (trained further there with
   // projector+lora, else frozen), and into the graph evaluation (not the text-only baseline,
   // which is the LLM as it was).
-  auto trains_lora = [](const Step& s) { return s.spec.layout.cfg.training.trainable == Trainable::kProjectorLora; };
+  auto trains_lora = [](const Step& s) { return s.spec.layout.cfg.training.trains_lora(); };
   Overrides into_stage2 = {{"model.projector", s1_dir + "/graph_projector.bin"}};
   if (trains_lora(steps.back())) into_stage2.emplace_back("model.adapter", s1_dir + "/adapter");
   add_training("stage2", p.stage2, with(with(common, stage2), into_stage2), s2_dir);

@@ -60,7 +60,7 @@ std::vector<CheckpointedTensor> checkpointed_tensors(GraphGpt& model, const Para
   // Every stage its layers' adapters: trained with projector+lora, else [model].adapter's, frozen.
   if (LoraAdapters* lora = model->llm->lora())
     for (auto& [name, p] : lora->named_weights())
-      held.push_back({name, p, -1, cfg.training.trainable == Trainable::kProjectorLora});
+      held.push_back({name, p, -1, cfg.training.trains_lora()});
   for (auto& [name, p] : model->llm->named_weights()) {
     if (p.numel() == 0) continue;  // another stage's
     // The last stage's copy of tied embeddings is the first stage's: saved there.
@@ -136,7 +136,7 @@ GraphTrainables graph_trainables(GraphGpt& model, const JobConfig& cfg, const Pa
   }
   if (LoraAdapters* lora = model->llm->lora())
     for (auto& [name, p] : lora->named_weights()) {
-      const bool trained = cfg.training.trainable == Trainable::kProjectorLora;
+      const bool trained = cfg.training.trains_lora();
       p.set_requires_grad(trained);
       if (trained) t.params.decay.push_back(p);
     }
@@ -207,7 +207,7 @@ void report_start(GraphGpt& model, const JobConfig& cfg, int64_t records, int64_
   for (auto& p : model->trainable_parameters()) trainable += p.numel();
   if (model->encoder_trained())
     for (auto& p : model->encoder->parameters()) trainable += p.numel();
-  if (LoraAdapters* lora = model->llm->lora(); lora && cfg.training.trainable == Trainable::kProjectorLora)
+  if (LoraAdapters* lora = model->llm->lora(); lora && cfg.training.trains_lora())
     for (auto& [name, shape] : LoraAdapters::shapes(lora->settings(), model->llm->config()))
       trainable += shape[0] * shape[1];  // every stage's, as the LLM is counted whole
   std::fprintf(stderr,
@@ -250,7 +250,7 @@ void save_outputs(GraphGpt& model, ColumnParallelLinear* tp_projector, const Par
   }
   // The adapters of every stage, together on world rank 0 (a collective of the first pipeline).
   std::map<std::string, torch::Tensor> adapters;
-  LoraAdapters* lora = cfg.training.trainable == Trainable::kProjectorLora ? model->llm->lora() : nullptr;
+  LoraAdapters* lora = cfg.training.trains_lora() ? model->llm->lora() : nullptr;
   if (lora) adapters = gather_pipeline_weights(rt, lora->named_weights());
   if (!rt.reports()) return;
   save_graph_phase_outputs(model, cfg.job.out_dir);
@@ -300,7 +300,7 @@ int run_graph_phase(const JobConfig& cfg, const World& world, const c10::Device&
   GraphGpt& model = s.model;
   auto records = std::make_shared<const std::vector<InstructionRecord>>(std::move(read));
 
-  if (cfg.training.trainable == Trainable::kProjectorLora) attach_lora(model, cfg, rt, device);
+  if (cfg.training.trains_lora()) attach_lora(model, cfg, rt, device);
   const std::string fingerprint = model_fingerprint(checkpointed_shapes(model));
   GraphBatchOptions bo = batch_options(cfg, rt);
   bo.pin_memory = device.is_cuda();

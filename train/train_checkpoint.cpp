@@ -163,7 +163,7 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
       m["optimizer.encoder_lr"] = number(c.optimizer.encoder_lr);
       m["optimizer.encoder_weight_decay"] = number(c.optimizer.encoder_weight_decay);
     }
-    if (c.training.trainable == Trainable::kProjectorLora) {  // the adapters' shapes and scale
+    if (c.training.trains_lora()) {  // the adapters' shapes and scale
       std::string targets;
       for (const auto& t : c.lora.targets) targets += (targets.empty() ? "" : ",") + t;
       m["lora.rank"] = std::to_string(c.lora.rank);

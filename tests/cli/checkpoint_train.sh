@@ -73,6 +73,17 @@ check "graphgpt+encoder: the encoder written at the end is the same file" cmp -s
   "$TMP/ger/graph_encoder.safetensors"
 check "graphgpt+encoder: the encoder trained (it differs from the frozen run's)" bash -c \
   "! cmp -s '$TMP/ge/graph_encoder.safetensors' '$TMP/gp/graph_encoder.safetensors'"
+# With LoRA too (projector+lora+encoder: the adapters, the encoder and the projector, each with
+# its AdamW state), one process.
+LENC=("${GRAPH[@]}" --training.trainable projector+lora+encoder --lora.rank 4 --optimizer.encoder_lr 5e-3)
+run gle 1 "${LENC[@]}"
+resumed_from gle gler 4
+cp "$TMP/gle/train_log.jsonl" "$TMP/gler/train_log.jsonl"
+run gler 1 "${LENC[@]}" --resume latest
+check "projector+lora+encoder: resume is exact" exact gle gler
+check "projector+lora+encoder: the same encoder and adapter files at the end" bash -c \
+  "cmp -s '$TMP/gle/graph_encoder.safetensors' '$TMP/gler/graph_encoder.safetensors' &&
+   cmp -s '$TMP/gle/adapter/adapter_model.safetensors' '$TMP/gler/adapter/adapter_model.safetensors'"
 
 # A rank killed after writing its shard of step 4, before the commit: step 4 is not committed,
 # `latest` is step 2, and the run resumed from it ends where gp did.

@@ -7,7 +7,8 @@
 # length-grouped batches and encoder dropout 0.1, tp=2 and dp=2 x pp=2. Stage lm (every LLM
 # weight trained, tied embeddings across the first and last stage): dp=2; pp=2 GPipe and 1F1B;
 # dp=2 x pp=2. LoRA adapters on every projection (projector+lora): dp=2, pp=2, tp=2, dp=2 x pp=2.
-# The graph encoder trained too (graphgpt+encoder): dp=2, pp=2, tp=2, dp=2 x pp=2.
+# The graph encoder trained too (graphgpt+encoder): dp=2, pp=2, tp=2, dp=2 x pp=2; with LoRA
+# (projector+lora+encoder): dp=2, pp=2, tp=2.
 # The graph stages pack each micro-batch's records with their shared prompt prefix once (the
 # default): padded rows, packed rows each with its own prefix, activation checkpointing and 1F1B
 # over padded rows equal it, with LoRA too.
@@ -92,6 +93,24 @@ against_serial en "${G_FILES[*]} graph_encoder.safetensors" ENC "dp2 2 --paralle
   "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
   "tp2 2 --parallelism.tp 2" \
   "dp2_pp2 4 --parallelism.dp 2 --parallelism.pp 2 --parallelism.microbatches 4"
+# And with LoRA on the LLM (projector+lora+encoder): the adapters on every stage, the encoder on
+# the first, three AdamW groups.
+LENC=("${LORA[@]}" --training.trainable projector+lora+encoder --optimizer.encoder_lr 5e-3)
+run le_ref 1 "${LENC[@]}"
+against_serial le "graph_projector.safetensors adapter/adapter_model.safetensors graph_encoder.safetensors" LENC \
+  "dp2 2 --parallelism.dp 2" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2"
+check "projector+lora+encoder trains the encoder and the adapters" "$PY" - "$TMP" <<'PYEOF'
+import sys, numpy as np
+from safetensors.numpy import load_file
+t = sys.argv[1]
+enc = max(float(np.abs(load_file(f"{t}/g_ref/graph_encoder.safetensors")[k] - v).max())
+          for k, v in load_file(f"{t}/le_ref/graph_encoder.safetensors").items())
+a, b = load_file(f"{t}/lo_ref/adapter/adapter_model.safetensors"), load_file(f"{t}/le_ref/adapter/adapter_model.safetensors")
+print(f"    largest change of an encoder weight {enc:.3g}; adapters differ from projector+lora's: {any(not np.array_equal(a[k], b[k]) for k in a)}")
+assert enc > 1e-4 and sorted(a) == sorted(b) and any(not np.array_equal(a[k], b[k]) for k in a)
+PYEOF
 
 # Bad layouts: refused before any weight is read, one line from rank 0 only, all ranks exit 2.
 bad() {  # bad NAME NP TEXT ARGS...
