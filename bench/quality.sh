@@ -32,6 +32,8 @@
 #   encoder   gcn's grounding and stage 1, then stage 2 trains the encoder too, end to end
 #             through the frozen LLM ([training].trainable = "graphgpt+encoder", no LoRA, lr 2e-3,
 #             ENCODER_LR 1e-3), on every training paper;
+#   lora_encoder  gcn's grounding and stage 1 (reused from recipe gcn), then stage 2 as gcn's
+#             with the encoder trained too ([training].trainable = "projector+lora+encoder");
 #   llaga     LLaGA's recipe: no GNN, no grounding, no stage 1; each paper's graph is LLaGA's
 #             neighbour tree (2 hops, LLAGA_FANOUT children a slot, default 10: 111 graph tokens;
 #             records of the same papers, data build --template llaga), each slot's features beside
@@ -51,7 +53,7 @@
 # other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
 # papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
-# "graphgpt labels lora lora_all gcn encoder llaga"), RECIPE_SEEDS (1), ENCODER_LR (1e-3), LLAGA_FANOUT (10),
+# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga"), RECIPE_SEEDS (1), ENCODER_LR (1e-3), LLAGA_FANOUT (10),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -151,14 +153,17 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
       "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
         --data.instructions "$dir/train.json" --model.encoder_dropout "$dropout" --training.steps "$steps" \
         "${GROUNDING_STEPS[@]}" --model.graph_encoder_type "$kind" >&2 ;;
-    lora*) from=$(recipe_dir "$dir" labels "$seed")
+    lora|lora_all) from=$(recipe_dir "$dir" labels "$seed")
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe labels first (RECIPES)" >&2; exit 2; } ;;
+    lora_encoder) from=$(recipe_dir "$dir" gcn "$seed")
+           [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe gcn first (RECIPES)" >&2; exit 2; } ;;
   esac
   case $name in
-    lora*|gcn|llaga) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+    lora|lora_all|gcn|llaga) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
     encoder) tune=(--training.trainable graphgpt+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
+    lora_encoder) tune=(--training.trainable projector+lora+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
   esac
-  case $name in lora_all|gcn|encoder) [ "$SHORT" = 1 ] || records=$dir/train.json ;; esac
+  case $name in lora_all|gcn|encoder|lora_encoder) [ "$SHORT" = 1 ] || records=$dir/train.json ;; esac
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi
   if [ "$name" = llaga ]; then  # no GNN, no grounding, no stage 1: the projector learns the task
@@ -244,10 +249,11 @@ for graph in $GRAPHS; do
       gcn) label="graph model: + GraphGPT's GCN encoder" ;;
       encoder) label="graph model: GCN encoder trained in stage 2" ;;
       llaga) label="graph model: LLaGA's neighbour tree, no GNN" ;;
+      lora_encoder) label="graph model: + GCN encoder trained in stage 2" ;;
     esac
     runs+=(--run "$label=$(list "${evals[@]}")=$secs")
     case $recipe_name in
-      graphgpt|labels|gcn|encoder|llaga)
+      graphgpt|labels|gcn|encoder|llaga|lora_encoder)
         probe="linear probe, encoder of '$recipe_name'"
         probes+=(--probe "$probe=$(list "${encoders[@]}")")
         pairs+=(--versus-probe "$label=$probe") ;;
