@@ -8,6 +8,7 @@
 #include <regex>
 #include <vector>
 
+#include "common/atomic_file.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/json_file.hpp"
@@ -121,6 +122,31 @@ GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
   c.if_pos = flag(j, path, "if_pos", c.if_pos);
   if (const std::string p = c.problem(); !p.empty()) fail(path, p);
   return c;
+}
+
+std::string write_graphgpt_graph_tower(const GraphEncoderImpl& encoder, const std::string& parent) {
+  const GraphEncoderConfig& c = encoder.config();
+  if (c.is_llaga()) fail(parent, "a llaga encoder is not one of GraphGPT's graph towers");
+  const std::string name = c.is_gcn() ? "clip_gcn_arxiv" : "clip_gt_arxiv_pub";
+  const std::string dir = join_path(parent, name);
+  make_dirs(dir);
+  // GraphGPT's CLIP(args) reads these; the tower's fields are graphtune's encoder's.
+  constexpr int64_t kTextWidth = 8;
+  json j = {{"gnn_type", c.gnn_type}, {"gnn_input", c.gnn_input}, {"gnn_hid", c.gnn_hid}, {"gnn_output", c.gnn_output},
+            {"gt_layers", c.gt_layers}, {"att_d_model", c.att_d_model}, {"head", c.head}, {"att_norm", c.att_norm},
+            {"if_pos", c.if_pos}, {"dropout", c.dropout}, {"edge_coef", 0.1}, {"lr", 1e-5},
+            {"transformer_layers", 0}, {"transformer_width", kTextWidth}, {"transformer_heads", 1},
+            {"vocab_size", 1}, {"context_length", 1}, {"embed_dim", c.gnn_output}};
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (const auto& [n, t] : encoder.named_weights()) state.emplace_back("gnn." + n, t.detach().to(torch::kFloat32).cpu());
+  state.emplace_back("token_embedding.weight", torch::zeros({1, kTextWidth}));
+  state.emplace_back("positional_embedding", torch::zeros({1, kTextWidth}));
+  state.emplace_back("ln_final.weight", torch::ones({kTextWidth}));
+  state.emplace_back("ln_final.bias", torch::zeros({kTextWidth}));
+  state.emplace_back("text_projection", torch::zeros({kTextWidth, c.gnn_output}));
+  save_torch_state_dict(join_path(dir, name + ".pkl"), state);
+  write_file_atomic(join_path(dir, "config.json"), j.dump(4) + "\n");
+  return dir;
 }
 
 GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix) {

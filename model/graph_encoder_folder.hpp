@@ -21,4 +21,13 @@ GraphEncoder open_graph_encoder(const std::string& path, const std::string& pref
 // The graph fields of such a config.json.
 GraphEncoderConfig read_graph_encoder_config(const std::string& config_json);
 
+// The encoder as GraphGPT's own code loads a graph tower: the folder `parent`/NAME, NAME the
+// --graph_tower GraphGPT matches ("clip_gt_arxiv_pub" for a graph transformer, "clip_gcn_arxiv"
+// for a GCN), holding config.json and NAME.pkl, a torch.save'd CLIP state dict. GraphGPT builds
+// the whole CLIP model from config.json and loads the pickle strictly, then keeps only its `gnn`:
+// the text tower (which graphtune's grounding does not train in CLIP's form) is written at its
+// smallest, no layers and width 8, only so that the strict load finds every tensor it expects.
+// Returns the folder. InputError for a llaga encoder (not one of GraphGPT's towers).
+std::string write_graphgpt_graph_tower(const GraphEncoderImpl& encoder, const std::string& parent);
+
 }  // namespace gt

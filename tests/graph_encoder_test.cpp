@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "model/graph_encoder.hpp"
+#include "model/graph_encoder_folder.hpp"
 #include "model/graph_projector.hpp"
 #include "tests/input_error.hpp"
 #include "tests/temp_dir.hpp"
@@ -238,6 +239,29 @@ TEST(GraphEncoder, SafetensorsAndPickleRoundTrip) {
   std::string e = input_error_of([&] { a->load_file(dir.write("junk.pkl", "not a pickle")); });
   EXPECT_TRUE(contains(e, "junk.pkl")) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(GraphEncoder, GraphGptTowerFolderReadsBack) {
+  TempDir dir;
+  for (const char* type : {"gt", "gcn"}) {
+    gt::GraphEncoderConfig c;
+    c.gnn_type = type;
+    c.gnn_input = 12, c.gnn_hid = 10, c.att_d_model = 16, c.gnn_output = 8, c.gt_layers = 2, c.head = 4;
+    gt::GraphEncoder enc(c);
+    enc->init_weights(5);
+    const std::string folder = gt::write_graphgpt_graph_tower(*enc, dir.file(std::string("towers_") + type));
+    EXPECT_TRUE(contains(folder, std::string(type) == "gt" ? "/clip_gt_arxiv_pub" : "/clip_gcn_arxiv")) << folder;
+    gt::GraphEncoder back = gt::open_graph_encoder(folder, "");
+    EXPECT_EQ(back->config().gnn_type, type);
+    ASSERT_EQ(back->named_weights().size(), enc->named_weights().size());
+    for (size_t i = 0; i < enc->named_weights().size(); ++i)
+      EXPECT_TRUE(torch::equal(back->named_weights()[i].second, enc->named_weights()[i].second))
+          << enc->named_weights()[i].first;
+  }
+  std::string e = input_error_of([&] {
+    gt::write_graphgpt_graph_tower(*gt::GraphEncoder(gt::llaga_encoder_config(4, 1, 2)), dir.file("x"));
+  });
+  EXPECT_TRUE(contains(e, "not one of GraphGPT's graph towers")) << e;
 }
 
 TEST(GraphProjector, ForwardAndFiles) {

@@ -268,6 +268,8 @@ void save_graph_phase_outputs(GraphGpt& model, const std::string& dir) {
   std::vector<std::pair<std::string, torch::Tensor>> encoder;
   for (auto& [name, p] : model->encoder->named_weights()) encoder.emplace_back(name, p.detach().to(torch::kFloat32));
   save_safetensors(dir + "/graph_encoder.safetensors", encoder, model->encoder->file_metadata());
+  // An encoder the stage trained, also as GraphGPT's code loads a graph tower.
+  if (model->encoder_trained()) write_graphgpt_graph_tower(*model->encoder, dir + "/graph_tower");
 }
 
 }  // namespace gt

@@ -46,7 +46,9 @@ std::string graphgpt_keys_note(const LlamaConfig& llm, const std::string& model_
 // and bias, in the order GraphGPT's stage-2 loader needs), the projector as
 // graph_projector.safetensors, the learned
 // <g_start>/<g_end> rows as graph_tokens.safetensors, and the encoder it ran with as
-// graph_encoder.safetensors (stage 2 points [model].projector and [model].graph_encoder here).
+// graph_encoder.safetensors (stage 2 points [model].projector and [model].graph_encoder here);
+// an encoder the stage trained also as GraphGPT's graph tower folder, graph_tower/NAME
+// (model/graph_encoder_folder.hpp).
 void save_graph_phase_outputs(GraphGpt& model, const std::string& dir);
 
 }  // namespace gt

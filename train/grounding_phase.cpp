@@ -69,6 +69,7 @@ void save_outputs(const JobConfig& cfg, const GraphEncoder& encoder, const Groun
   make_dirs(cfg.job.out_dir);
   const std::string out = cfg.job.out_dir + "/graph_encoder.safetensors";
   encoder->save_safetensors(out);
+  write_graphgpt_graph_tower(*encoder, cfg.job.out_dir + "/graph_tower");  // as GraphGPT's code loads it
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::string checks;
   if (!std::isnan(r.retrieval_accuracy)) {

@@ -89,6 +89,52 @@ change = max(float(np.abs(a[k] - b[k]).max()) for k in a)
 print(f"    largest change of an encoder weight: {change:.3g}")
 assert change > 1e-4, change
 PYEOF
+# The trained encoder also as GraphGPT's graph tower: a CLIP model built from its config.json
+# with GraphGPT's module names loads its pickle strictly (as GraphGPT's load_model_pretrained
+# does), and its gnn holds graph_encoder.safetensors' tensors.
+check "graphgpt+encoder writes graph_tower/clip_gt_arxiv_pub, loaded as GraphGPT loads it" "$PY" - "$TMP/en_ref" <<'PYEOF'
+import glob, json, sys, torch
+from torch import nn
+from safetensors.torch import load_file
+out = sys.argv[1]
+folder = f"{out}/graph_tower/clip_gt_arxiv_pub"
+a = json.load(open(f"{folder}/config.json"))
+class GTLayer(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.qTrans, s.kTrans, s.vTrans = (nn.Parameter(torch.empty(a["att_d_model"], a["att_d_model"])) for _ in range(3))
+        if a["att_norm"]:
+            s.norm = nn.LayerNorm(a["att_d_model"], eps=1e-6)
+class Tower(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.gtLayers = nn.Sequential(*[GTLayer() for _ in range(a["gt_layers"])])
+        s.W_pos = nn.Parameter(torch.empty(1, a["att_d_model"]))
+        s.W_P = nn.Linear(a["gnn_input"], a["att_d_model"])
+        s.inverW_P = nn.Linear(a["att_d_model"], a["gnn_output"])
+class Clip(nn.Module):
+    def __init__(s):
+        super().__init__()
+        w = a["transformer_width"]
+        s.gnn = Tower()
+        s.transformer = nn.Module()
+        s.transformer.resblocks = nn.Sequential()
+        assert a["transformer_layers"] == 0
+        s.token_embedding = nn.Embedding(a["vocab_size"], w)
+        s.positional_embedding = nn.Parameter(torch.empty(a["context_length"], w))
+        s.ln_final = nn.LayerNorm(w)
+        s.text_projection = nn.Parameter(torch.empty(w, a["embed_dim"]))
+pkl = glob.glob(f"{folder}/*.pkl")
+assert len(pkl) == 1, pkl
+state = torch.load(pkl[0], weights_only=True)
+clip = Clip()
+clip.load_state_dict(state)  # strict, as GraphGPT's
+want = load_file(f"{out}/graph_encoder.safetensors")
+got = clip.gnn.state_dict()
+assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+assert all(torch.equal(got[k], want[k]) for k in want)
+print(f"    {len(want)} encoder tensors, strict load of {len(state)} CLIP tensors")
+PYEOF
 against_serial en "${G_FILES[*]} graph_encoder.safetensors" ENC "dp2 2 --parallelism.dp 2" \
   "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
   "tp2 2 --parallelism.tp 2" \
