@@ -151,14 +151,19 @@ std::string write_graphgpt_graph_tower(const GraphEncoderImpl& encoder, const st
 
 GraphEncoder open_graph_encoder(const std::string& path, const std::string& prefix) {
   if (!is_directory(path)) {
-    const auto weights = ends_with(path, ".safetensors") ? load_safetensors(path) : load_torch_state_dict(path);
-    if (ends_with(path, ".safetensors")) {
-      const auto meta = SafetensorsFile::open(path).metadata();
-      if (auto it = meta.find("graph_encoder_type"); it != meta.end() && it->second == "llaga") {
-        GraphEncoder encoder(llaga_config_of_metadata(meta, path));
-        encoder->load_weights(weights, path, prefix);
-        return encoder;
-      }
+    std::map<std::string, torch::Tensor> weights;
+    std::map<std::string, std::string> meta;
+    if (ends_with(path, ".safetensors")) {  // one mapping for the tensors and the metadata
+      const SafetensorsFile file = SafetensorsFile::open(path);
+      for (const std::string& name : file.names()) weights.emplace(name, file.get(name));
+      meta = file.metadata();
+    } else {
+      weights = load_torch_state_dict(path);
+    }
+    if (auto it = meta.find("graph_encoder_type"); it != meta.end() && it->second == "llaga") {
+      GraphEncoder encoder(llaga_config_of_metadata(meta, path));
+      encoder->load_weights(weights, path, prefix);
+      return encoder;
     }
     if (weights.count(prefix + "structure_embedding"))
       fail(path, "holds a llaga encoder's structure_embedding without graphtune's metadata (graph_encoder_type, gnn_input, "
