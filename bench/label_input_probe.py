@@ -62,21 +62,31 @@ def normalised(a):
     return (d[:, None] * a * d[None, :]).astype(np.float32)
 
 
-def probe(x_train, y_train, x_eval, classes):
+def probe_logits(x_train, y_train, x_eval, classes, weight_decay=1e-4, standardise=True):
+    """Logistic regression (Adam, 300 epochs); its logits on x_eval. Standardised inputs suit
+    dense features; sparse word indicators keep their scale (standardising them lets a word seen
+    in two papers weigh as much as a common one)."""
     x_train, x_eval = torch.tensor(x_train), torch.tensor(x_eval)
-    mu, sd = x_train.mean(0), x_train.std(0) + 1e-6
-    x_train, x_eval = (x_train - mu) / sd, (x_eval - mu) / sd
+    if standardise:
+        mu, sd = x_train.mean(0), x_train.std(0) + 1e-6
+        x_train, x_eval = (x_train - mu) / sd, (x_eval - mu) / sd
     w = torch.nn.Linear(x_train.shape[1], classes)
-    opt = torch.optim.Adam(w.parameters(), lr=0.01, weight_decay=1e-4)
+    opt = torch.optim.Adam(w.parameters(), lr=0.01, weight_decay=weight_decay)
     target = torch.tensor(y_train)
     for _ in range(300):
         opt.zero_grad()
         F.cross_entropy(w(x_train), target).backward()
         opt.step()
-    return w(x_eval).argmax(1).numpy()
+    return w(x_eval).detach()
 
 
-def gcn(a_hat, x, y, train, evaluate, classes, seed):
+def probe(x_train, y_train, x_eval, classes):
+    return probe_logits(x_train, y_train, x_eval, classes).argmax(1).numpy()
+
+
+def gcn_outputs(a_hat, x, y, train, classes, seed):
+    """Kipf and Welling's two-layer GCN trained on the train papers: its hidden layer and its
+    logits for every node (numpy)."""
     # Dense rather than PyG's GCNConv: the label features need A and A^2 dense anyway, and a
     # 3,000-node graph fits.
     torch.manual_seed(seed)
@@ -86,13 +96,19 @@ def gcn(a_hat, x, y, train, evaluate, classes, seed):
 
     def forward(training):
         h = F.relu(a_hat @ w1(F.dropout(x, 0.5, training)))
-        return a_hat @ w2(F.dropout(h, 0.5, training))
+        return h, a_hat @ w2(F.dropout(h, 0.5, training))
 
     for _ in range(200):
         opt.zero_grad()
-        F.cross_entropy(forward(True)[train], target[train]).backward()
+        F.cross_entropy(forward(True)[1][train], target[train]).backward()
         opt.step()
-    return forward(False)[evaluate].argmax(1).numpy()
+    with torch.no_grad():
+        h, z = forward(False)
+    return h.numpy(), z.numpy()
+
+
+def gcn(a_hat, x, y, train, evaluate, classes, seed):
+    return gcn_outputs(a_hat, x, y, train, classes, seed)[1][evaluate].argmax(1)
 
 
 def main():
