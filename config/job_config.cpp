@@ -152,7 +152,7 @@ DataSection read_data(SectionReader& in) {
   d.graph = r.get_string("data", "graph", d.graph);
   d.features = r.get_string("data", "features", d.features);
   d.max_len = in.positive("data", "max_len", d.max_len);
-  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3"});
+  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3", "llama3.1"});
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
   d.group_by_length = r.get_bool("data", "group_by_length", d.group_by_length);
@@ -276,7 +276,7 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.top_p = in.in_range("eval", "top_p", e.top_p, 0.0, 1.0);
   e.seed = r.get_int("eval", "seed", training.seed);
   e.chat_template = in.one_of_names("eval", "template", graphgpt ? "graphchat_v1" : data.chat_template,
-                                    {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3"});
+                                    {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3", "llama3.1"});
   e.classes = r.get_string("eval", "classes", e.classes);
   e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
   if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");

@@ -78,7 +78,8 @@ struct DataSection {
   // [data].template, how conversations are rendered and masked: "vicuna_v1_1" (GraphGPT's
   // training prompt), "graphchat_v1" (its evaluation prompt: the same layout, another system
   // message), "chatml" (SmolLM2-Instruct's), "qwen2.5" (ChatML with Qwen2.5's system message) or
-  // "llama3" (Llama 3's header template); data/chat_template.hpp.
+  // "llama3" (Llama 3.0's header template) or "llama3.1" (3.1's to 3.3's: a dated system message
+  // always first); data/chat_template.hpp.
   std::string chat_template = "vicuna_v1_1";
   // Drop invalid records (and, in the graph phases and eval, records whose nodes are not in the
   // feature tables) with one line saying how many, instead of stopping at the first.

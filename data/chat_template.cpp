@@ -55,7 +55,10 @@ MessageLayout message_layout(const ChatTemplate& tmpl) {
   } else if (tmpl.format == ChatFormat::kLlama3) {
     const std::string start = "<|start_header_id|>", end = "<|end_header_id|>\n\n", eot = "<|eot_id|>";
     l.head = "<|begin_of_text|>";
-    if (!tmpl.system.empty()) l.head += start + "system" + end + trimmed(tmpl.system) + eot;
+    if (tmpl.dated_system)
+      l.head += start + "system" + end + kLlama31SystemHeader + trimmed(tmpl.system) + eot;
+    else if (!tmpl.system.empty())
+      l.head += start + "system" + end + trimmed(tmpl.system) + eot;
     l.user_open = start + "user" + end;
     l.assistant_open = start + "assistant" + end;
     l.close = eot;
@@ -75,11 +78,12 @@ ChatTemplate chat_template_named(const std::string& name, const std::string& whe
   if (name == "chatml") return ChatTemplate::chatml();
   if (name == "qwen2.5") return ChatTemplate::qwen2_5();
   if (name == "llama3") return ChatTemplate::llama3();
-  fail(where, "'" + name + "' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3");
+  if (name == "llama3.1") return ChatTemplate::llama3_1();
+  fail(where, "'" + name + "' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3, llama3.1");
 }
 
 const char* chat_template_name(const ChatTemplate& tmpl) {
-  if (tmpl.format == ChatFormat::kLlama3) return "llama3";
+  if (tmpl.format == ChatFormat::kLlama3) return tmpl.dated_system ? "llama3.1" : "llama3";
   if (tmpl.format == ChatFormat::kChatML) return tmpl.system == kQwen25System ? "qwen2.5" : "chatml";
   return vicuna_system(tmpl) == kGraphChatSystem ? "graphchat_v1" : "vicuna_v1_1";
 }

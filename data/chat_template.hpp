@@ -1,6 +1,7 @@
 #pragma once
 // The chat templates a conversation can be rendered in: FastChat's vicuna_v1_1 (what GraphGPT
-// trains with), ChatML (SmolLM2-Instruct's, Qwen2.5's) and Llama 3's header template.
+// trains with), ChatML (SmolLM2-Instruct's, Qwen2.5's) and Llama 3's header template (3.0's, and
+// 3.1's with its dated system header).
 // data/conversation.hpp tokenises a record in any of them, with the loss mask. No libtorch.
 #include <cstdint>
 #include <string>
@@ -25,6 +26,11 @@ inline constexpr const char* kGraphChatSystem =
     "Follow the instructions carefully and explain your answers in detail.";
 // Qwen2.5-Instruct's chat_template puts this system message first when there is none.
 inline constexpr const char* kQwen25System = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+// Llama 3.1-Instruct's chat_template always opens with a system message that starts with these
+// two lines. 3.1's template dates it 26 Jul 2024 unless told otherwise; 3.2's and 3.3's write
+// today's date where transformers renders them. graphtune writes 3.1's fixed date for all of
+// them: the same record gives the same prompt, and the same shared prefix, on every run.
+inline constexpr const char* kLlama31SystemHeader = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
 inline constexpr const char* kImStart = "<|im_start|>";
 inline constexpr const char* kImEnd = "<|im_end|>";
 
@@ -36,6 +42,7 @@ enum class ChatFormat { kVicunaV11, kChatML, kLlama3 };
 struct ChatTemplate {
   ChatFormat format = ChatFormat::kVicunaV11;
   std::string system;
+  bool dated_system = false;  // kLlama3 only: 3.1's system message, always there, kLlama31SystemHeader first
 
   static ChatTemplate vicuna_v1_1() { return {}; }
   static ChatTemplate graphchat_v1() { return {ChatFormat::kVicunaV11, kGraphChatSystem}; }
@@ -43,6 +50,8 @@ struct ChatTemplate {
   static ChatTemplate qwen2_5() { return chatml(kQwen25System); }
   // Meta-Llama-3-Instruct's: no system message unless given.
   static ChatTemplate llama3(std::string system = "") { return {ChatFormat::kLlama3, std::move(system)}; }
+  // Llama-3.1-Instruct's (3.2's and 3.3's too): the dated system message even when none is given.
+  static ChatTemplate llama3_1(std::string system = "") { return {ChatFormat::kLlama3, std::move(system), true}; }
 };
 
 // How ChatML and Llama 3 lay out messages: head, then per message open(role) + content + close
@@ -63,7 +72,8 @@ std::string layout_content(const MessageLayout& layout, const std::string& value
 std::string vicuna_system(const ChatTemplate& tmpl);
 
 // By the name [data].template uses: "vicuna_v1_1", "graphchat_v1" (GraphGPT's evaluation
-// prompt), "chatml" (SmolLM2's system message), "qwen2.5" (ChatML with Qwen2.5's) or "llama3".
+// prompt), "chatml" (SmolLM2's system message), "qwen2.5" (ChatML with Qwen2.5's), "llama3" or
+// "llama3.1".
 // Anything else is an InputError naming `where`.
 ChatTemplate chat_template_named(const std::string& name, const std::string& where);
 const char* chat_template_name(const ChatTemplate& tmpl);
@@ -73,7 +83,9 @@ const char* chat_template_name(const ChatTemplate& tmpl);
 // ChatML: "<|im_start|>system\n" + system + "<|im_end|>\n", then per turn "<|im_start|>" +
 // (user | assistant) + "\n" + value + "<|im_end|>\n", exactly SmolLM2's and Qwen2.5's
 // chat_template. Llama 3: "<|begin_of_text|>", then per turn "<|start_header_id|>" + role +
-// "<|end_header_id|>\n\n" + trimmed value + "<|eot_id|>", exactly Meta-Llama-3-Instruct's.
+// "<|end_header_id|>\n\n" + trimmed value + "<|eot_id|>", exactly Meta-Llama-3-Instruct's; 3.1
+// puts "<|start_header_id|>system<|end_header_id|>\n\n" + kLlama31SystemHeader + trimmed system
+// + "<|eot_id|>" after "<|begin_of_text|>", exactly Llama-3.1-Instruct's without tools.
 // add_generation_prompt (the turns must then end with a human one) appends what opens the
 // answer: "ASSISTANT:" for vicuna_v1_1 (FastChat's empty last message), the assistant's opening
 // for the others (HF's add_generation_prompt).

@@ -103,7 +103,7 @@ int run_tokenize(const TokenizeOptions& o) {
       const bool vicuna = tmpl.format == ChatFormat::kVicunaV11;
       if (vicuna && text.find(kVicunaSep2) != std::string::npos)
         fail(where, "not supported yet: --chat " + o.chat + " with answers (their \"</s>\" is the EOS id); one "
-                    "human turn works, and chatml, qwen2.5 and llama3 take whole conversations");
+                    "human turn works, and chatml, qwen2.5, llama3 and llama3.1 take whole conversations");
       out = json(tok->encode(text, vicuna, o.eos)).dump();
     } else {
       if (!v.is_string()) fail(where, "expected a JSON string, found " + std::string(v.type_name()));
@@ -130,7 +130,7 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   sub->add_flag("--decode", opts->decode, "decode id arrays to strings instead");
   sub->add_option("--chat", opts->chat,
                   "encode conversations ([{from, value}] lines) in this chat template: vicuna_v1_1, graphchat_v1, "
-                  "chatml, qwen2.5 or llama3");
+                  "chatml, qwen2.5, llama3 or llama3.1");
   sub->add_option("--special", opts->special,
                   "special tokens to add first (e.g. <g_patch>), each encoded as one id");
   sub->callback([opts, &exit_code] { exit_code = run_tokenize(*opts); });

@@ -136,7 +136,7 @@ TEST(Config, DataTemplateIsOneOfTheKnown) {
   EXPECT_EQ(gt::read_job_config(p, {{"data.template", "vicuna_v1_1"}}).data.chat_template, "vicuna_v1_1");
   EXPECT_EQ(gt::read_job_config("", {}).data.chat_template, "vicuna_v1_1");
   auto msg = gt::test::input_error_of([&] { gt::read_job_config(p, {{"data.template", "llama2"}}); });
-  EXPECT_NE(msg.find("command line --data.template: 'llama2' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3"), std::string::npos)
+  EXPECT_NE(msg.find("command line --data.template: 'llama2' is not one of: vicuna_v1_1, graphchat_v1, chatml, qwen2.5, llama3, llama3.1"), std::string::npos)
       << msg;
   auto bad = write_tmp("tmpl_bad.toml", "[data]\ntemplate = \"ChatML\"\n");
   msg = gt::test::input_error_of([&] { gt::read_job_config(bad, {}); });

@@ -745,6 +745,23 @@ TEST(Llama3Template, ExactIdsAndMaskWithTheByteTokenizer) {
   EXPECT_NE(msg.find("conversations[1].value holds llama3's reserved text \"<|eot_id|>\""), std::string::npos) << msg;
 }
 
+// Llama-3.1-Instruct's chat_template rendered with jinja2 gives this text byte for byte: its
+// system message always there, dated, the given one trimmed after the date.
+TEST(Llama3Template, Llama31WritesTheDatedSystemMessage) {
+  const auto t = gt::chat_template_named("llama3.1", "t");
+  EXPECT_STREQ(gt::chat_template_name(t), "llama3.1");
+  const std::string sys = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                          "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
+  EXPECT_EQ(gt::render_chat(t, {{"human", " Hi "}, {"gpt", "yes\n"}}),
+            sys + "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\nyes<|eot_id|>");
+  EXPECT_EQ(gt::render_chat(gt::ChatTemplate::llama3_1(" Be brief.\n"), {{"human", "q"}}, true),
+            sys + "Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nq<|eot_id|>"
+                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // The same special tokens as 3.0's: a tokenizer that has them takes either.
+  EXPECT_EQ(gt::chat_token_texts(t), gt::chat_token_texts(gt::ChatTemplate::llama3()));
+}
+
 // Qwen2.5's template is ChatML with Qwen's own default system message.
 TEST(ChatML, Qwen25IsChatMLWithItsSystemMessage) {
   const auto q = gt::chat_template_named("qwen2.5", "t");

@@ -18,9 +18,10 @@ For each vocabulary:
 2. The vectors a GGUF file carries (tokenizer.ggml.pre "llama-bpe" / "qwen2", llama.cpp's names)
    give the same ids.
 3. decode(encode(s)) == NFC(s) for Qwen, s for Llama, and decode equals tokenizers' decode.
-4. Chat templates: `graphtune tokenize --chat llama3 | qwen2.5` gives the ids of transformers'
-   apply_chat_template(tokenize=True) with Meta-Llama-3-Instruct's chat_template and
-   Qwen2.5-Instruct's (its branch without tools), copied below as the models ship them, on
+4. Chat templates: `graphtune tokenize --chat llama3 | llama3.1 | qwen2.5` gives the ids of
+   transformers' apply_chat_template(tokenize=True) with Meta-Llama-3-Instruct's chat_template,
+   Llama-3.1-Instruct's and Qwen2.5-Instruct's (the last two without their tool branches), copied
+   below as the models ship them, on
    conversations of one and two rounds with and without a generation prompt.
 """
 import json
@@ -96,6 +97,23 @@ LLAMA3_TEMPLATE = (
     "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
     "{{ content }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
+# Llama-3.1-8B-Instruct's chat_template without its tool-calling branches: the system message,
+# dated, always first.
+LLAMA31_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- if not date_string is defined %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}"
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{%- set system_message = messages[0]['content']|trim %}{%- set messages = messages[1:] %}"
+    "{%- else %}{%- set system_message = \"\" %}{%- endif %}"
+    "{{- \"<|start_header_id|>system<|end_header_id|>\n\n\" }}"
+    "{{- \"Cutting Knowledge Date: December 2023\n\" }}"
+    "{{- \"Today Date: \" + date_string + \"\n\n\" }}"
+    "{{- system_message }}{{- \"<|eot_id|>\" }}"
+    "{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + "
+    "'<|eot_id|>' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}")
 # Qwen2.5-7B-Instruct's chat_template without its tool-calling branches (GraphGPT records have
 # no tools): the default system message, then ChatML.
 QWEN25_TEMPLATE = (
@@ -130,6 +148,7 @@ def check_chat_templates(errors):
     if not launcher:
         fail("GRAPHTUNE_BIN does not name the graphtune launcher")
     for name, path, template, bos in [("llama3", FAMILIES[0][1], LLAMA3_TEMPLATE, "<|begin_of_text|>"),
+                                      ("llama3.1", FAMILIES[0][1], LLAMA31_TEMPLATE, "<|begin_of_text|>"),
                                       ("qwen2.5", FAMILIES[1][1], QWEN25_TEMPLATE, None)]:
         hf = PreTrainedTokenizerFast(tokenizer_file=path, bos_token=bos)
         want = []

@@ -114,7 +114,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   sub->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.model (SentencePiece) or llama2.c tokenizer .bin; default: the model's own");
   sub->add_option("--prompt", a->prompt, "text to continue (with --chat: the user's message)")->required();
-  sub->add_option("--chat", a->chat, "vicuna_v1_1, chatml, qwen2.5 or llama3: answer the prompt as a chat model, in this template");
+  sub->add_option("--chat", a->chat, "vicuna_v1_1, chatml, qwen2.5, llama3 or llama3.1: answer the prompt as a chat model, in this template");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "tokens to generate after the prompt");
   sub->add_option("--temperature", a->temperature, "0 = greedy");
   sub->add_option("--top-p", a->top_p, "nucleus sampling threshold (0 or 1 disables it)");
