@@ -319,6 +319,15 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
   return out;
 }
 
+std::vector<float> GgufFile::get_float_array(const std::string& key) const {
+  const GgufValue& v = require(key);
+  if (v.kind != GgufValue::Kind::Array || v.array_type != F32) wrong_type(path_, key, v, "an array of FLOAT32");
+  std::vector<float> out;
+  out.reserve(v.array.size());
+  for (const auto& e : v.array) out.push_back(static_cast<float>(e.f));
+  return out;
+}
+
 const GgufTensorInfo& GgufFile::tensor(const std::string& name) const {
   auto it = tensor_index_.find(name);
   if (it == tensor_index_.end()) fail(path_, "has no tensor '" + name + "'");

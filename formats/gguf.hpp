@@ -67,6 +67,7 @@ class GgufFile {
   bool get_bool(const std::string& key) const;
   std::vector<std::string> get_string_array(const std::string& key) const;
   std::vector<int64_t> get_int_array(const std::string& key) const;
+  std::vector<float> get_float_array(const std::string& key) const;  // FLOAT32 elements
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }  // in file order
   bool contains(const std::string& name) const { return tensor_index_.count(name) != 0; }

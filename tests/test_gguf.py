@@ -9,7 +9,10 @@ Through tests/gguf_driver.cpp (GRAPHTUNE_GGUF_DRIVER):
   * small files written here with gguf.GGUFWriter for the types the shipped file lacks (F16 with
     subnormals, infinities and NaN, BF16, Q4_0, Q5_0, Q5_1, K-quants), every metadata value type
     including nested arrays, a 64-byte alignment, version 2, and a tiny LLaMA with an untied
-    head, linear RoPE scaling and known HF weights.
+    head, linear RoPE scaling and known HF weights;
+  * LLaMA's tokenizer.model written as GGUF's "llama" vocabulary, tokenized by the launcher: the
+    ids libsentencepiece gives from the model itself, with and without the leading space, and
+    broken vocabularies refused in one line.
 Exit 77 = skipped (no driver, no gguf package, no shipped file).
 """
 import json
@@ -376,6 +379,80 @@ def tiny_llama_checks(tmp, rng):
         check(f"{tag}: config", cfg == want, {k: (cfg.get(k), v) for k, v in want.items() if cfg.get(k) != v})
 
 
+SP_STRINGS = ["Hello, world! I'M here; they'll see 12345 apples.", "  Indented\n\n\tcode(x) {}  ",
+              "Cafe\u0301 \u65e5\u672c\u8a9e \U0001f44d \u0f00", " A   b ", "x"]
+
+
+def write_sentencepiece_vocab(path, pieces, scores, types, ids, add_space_prefix=None):
+    """A GGUF holding only a "llama" (SentencePiece) vocabulary, as llama.cpp's converter writes one."""
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(pieces)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    for key, i in ids.items():
+        w.add_uint32(f"tokenizer.ggml.{key}", i)
+    if add_space_prefix is not None:
+        w.add_add_space_prefix(add_space_prefix)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def tokenize(path, strings, *flags):
+    p = subprocess.run([os.environ["GRAPHTUNE_BIN"], "tokenize", "--tokenizer", path, *flags],
+                       input="".join(json.dumps(s) + "\n" for s in strings), capture_output=True, text=True, timeout=120)
+    return p.returncode, [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else p.stderr
+
+
+def sentencepiece_vocab_checks(tmp):
+    """LLaMA's tokenizer.model stored in GGUF: the ids libsentencepiece gives from the model itself,
+    with and without the leading space; a broken vocabulary is one line and exit 2."""
+    model = os.path.join(os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets"), "llm", "tokenizer.model")
+    try:
+        import sentencepiece as spm
+        from sentencepiece import sentencepiece_model_pb2 as pb
+    except ImportError as e:
+        print(f"     (sentencepiece is not installed: {e}; the GGUF SentencePiece checks are left out)")
+        return
+    if not os.path.isfile(model) or not os.environ.get("GRAPHTUNE_BIN"):
+        print(f"     (LLaMA's tokenizer.model ({model}) or GRAPHTUNE_BIN is missing: the GGUF SentencePiece "
+              "checks are left out)")
+        return
+    proto = pb.ModelProto()
+    proto.ParseFromString(open(model, "rb").read())
+    pieces = [p.piece for p in proto.pieces]
+    scores = [p.score for p in proto.pieces]
+    types = [int(p.type) for p in proto.pieces]
+    ids = {"unknown_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "padding_token_id": 0}  # pad: <unk>, as
+    # many LLaMA and Vicuna files have it
+    for prefix in (None, False):
+        proto.normalizer_spec.add_dummy_prefix = prefix is None
+        sp = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+        path = os.path.join(tmp, "sp.gguf")
+        write_sentencepiece_vocab(path, pieces, scores, types, ids, prefix)
+        rc, got = tokenize(path, SP_STRINGS, "--bos", "--eos")
+        want = [[1] + sp.encode(s) + [2] for s in SP_STRINGS]
+        check(f"SentencePiece vocabulary in GGUF (add_space_prefix {prefix}): libsentencepiece's ids",
+              rc == 0 and got == want, f"graphtune {got}, sentencepiece {want}")
+
+    def refused(tag, want, **change):
+        args = {"pieces": pieces, "scores": scores, "types": types, "ids": ids, **change}
+        path = os.path.join(tmp, "bad_sp.gguf")
+        write_sentencepiece_vocab(path, **args)
+        rc, err = tokenize(path, ["x"])
+        check(f"SentencePiece vocabulary in GGUF, {tag}: exit 2, one line naming the file and the key",
+              rc == 2 and isinstance(err, str) and err.count("\n") == 1 and path + ": " + want in err, f"{rc} {err!r}")
+
+    refused("scores missing one", "tokenizer.ggml.tokens has 32000 pieces but tokenizer.ggml.scores 31999",
+            scores=scores[:-1])
+    refused("BOS an ordinary piece", "tokenizer.ggml.bos_token_id 100 ('<0x61>') has token_type 6, not 3",
+            ids={**ids, "bos_token_id": 100})
+    refused("a type SentencePiece does not have", "tokenizer.ggml.token_type[7] is 9",
+            types=types[:7] + [9] + types[8:])
+
+
 def main():
     if not DRIVER or not os.path.exists(DRIVER):
         print(f"SKIP: GRAPHTUNE_GGUF_DRIVER not built ({DRIVER!r})")
@@ -385,6 +462,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         synthetic_checks(tmp, rng)
         tiny_llama_checks(tmp, rng)
+        sentencepiece_vocab_checks(tmp)
         if shipped:
             shipped_file_checks(shipped, tmp)
     print(f"{checks - failures} passed, {failures} failed")

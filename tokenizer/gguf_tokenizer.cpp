@@ -3,28 +3,59 @@
 #include "common/error.hpp"
 #include "formats/gguf.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
+#include "tokenizer/sentencepiece_tokenizer.hpp"
 
 namespace gt {
 
-std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
-  const GgufFile f = GgufFile::open(path);
-  const std::string model = f.get_string("tokenizer.ggml.model");
-  if (model != "gpt2")
-    fail(path, "not supported yet: tokenizer.ggml.model '" + model + "' (graphtune reads byte-level BPE, 'gpt2')");
+namespace {
+
+int32_t optional_id(const GgufFile& f, const char* key, int32_t absent = -1) {
+  return f.has(key) ? static_cast<int32_t>(f.get_int(key)) : absent;
+}
+
+std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f) {
   BpeVocabulary v;
   v.tokens = f.get_string_array("tokenizer.ggml.tokens");
   if (f.has("tokenizer.ggml.token_type"))
     for (int64_t t : f.get_int_array("tokenizer.ggml.token_type")) v.token_types.push_back(static_cast<int32_t>(t));
   v.merges = f.get_string_array("tokenizer.ggml.merges");
-  auto id = [&](const char* key) { return f.has(key) ? static_cast<int32_t>(f.get_int(key)) : -1; };
-  v.bos = id("tokenizer.ggml.bos_token_id");
-  v.eos = id("tokenizer.ggml.eos_token_id");
-  v.unk = id("tokenizer.ggml.unknown_token_id");
-  v.pad = id("tokenizer.ggml.padding_token_id");
+  v.bos = optional_id(f, "tokenizer.ggml.bos_token_id");
+  v.eos = optional_id(f, "tokenizer.ggml.eos_token_id");
+  v.unk = optional_id(f, "tokenizer.ggml.unknown_token_id");
+  v.pad = optional_id(f, "tokenizer.ggml.padding_token_id");
   if (f.has("tokenizer.ggml.pre")) v.pre = f.get_string("tokenizer.ggml.pre");
   // llama.cpp's default for a "gpt2" vocabulary that does not say: no BOS.
   if (f.has("tokenizer.ggml.add_bos_token")) v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token");
-  return make_bpe_tokenizer(path, std::move(v));
+  return make_bpe_tokenizer(f.path(), std::move(v));
+}
+
+// LLaMA's, Vicuna's and Mistral's tokenizer.model as llama.cpp's converter stores it: the pieces,
+// their scores and types, without the normalizer, which for these models is always LLaMA's.
+std::unique_ptr<Tokenizer> sentencepiece(const GgufFile& f) {
+  SentencePieceVocabulary v;
+  v.pieces = f.get_string_array("tokenizer.ggml.tokens");
+  v.scores = f.get_float_array("tokenizer.ggml.scores");
+  for (int64_t t : f.get_int_array("tokenizer.ggml.token_type")) v.types.push_back(static_cast<int32_t>(t));
+  // llama.cpp's defaults for a "llama" vocabulary's ids that it does not write (its converter
+  // leaves out the unknown piece's): LLaMA's 0, 1 and 2.
+  v.unk = optional_id(f, "tokenizer.ggml.unknown_token_id", 0);
+  v.bos = optional_id(f, "tokenizer.ggml.bos_token_id", 1);
+  v.eos = optional_id(f, "tokenizer.ggml.eos_token_id", 2);
+  v.pad = optional_id(f, "tokenizer.ggml.padding_token_id");
+  // And a space first.
+  if (f.has("tokenizer.ggml.add_space_prefix")) v.add_dummy_prefix = f.get_bool("tokenizer.ggml.add_space_prefix");
+  return sentencepiece_from_vocabulary(v, f.path());
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
+  const GgufFile f = GgufFile::open(path);
+  const std::string model = f.get_string("tokenizer.ggml.model");
+  if (model == "gpt2") return byte_level_bpe(f);
+  if (model == "llama") return sentencepiece(f);
+  fail(path, "not supported yet: tokenizer.ggml.model '" + model +
+                 "' (graphtune reads byte-level BPE, 'gpt2', and SentencePiece BPE, 'llama')");
 }
 
 }  // namespace gt

@@ -1,7 +1,7 @@
 #pragma once
 // The tokenizer a GGUF file carries in its metadata (tokenizer.ggml.*), so that a GGUF model
-// needs no separate tokenizer file. Byte-level BPE ("gpt2": SmolLM2, GPT-2, StarCoder) is
-// supported; a SentencePiece vocabulary stored in GGUF ("llama") is not yet.
+// needs no separate tokenizer file: byte-level BPE ("gpt2": SmolLM2, Llama 3, Qwen2) and
+// SentencePiece BPE ("llama": LLaMA, Vicuna, Mistral).
 #include <memory>
 #include <string>
 

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/error.hpp"
 #include "tokenizer/llama2c_tokenizer.hpp"  // parse_byte_piece
@@ -71,6 +72,35 @@ void append_varint(std::string& out, uint64_t v) {
     out += static_cast<char>(v ? b | 0x80 : b);
   } while (v);
 }
+
+// Writers for the fields a ModelProto built from a GGUF vocabulary needs.
+void put_tag(std::string& out, uint32_t field, uint32_t wire) { append_varint(out, field << 3 | wire); }
+void put_varint(std::string& out, uint32_t field, uint64_t v) {
+  put_tag(out, field, 0);
+  append_varint(out, v);
+}
+// int32 fields: a negative value is its 64-bit two's complement, ten bytes, as protobuf writes it.
+void put_int32(std::string& out, uint32_t field, int32_t v) { put_varint(out, field, static_cast<uint64_t>(int64_t{v})); }
+void put_bytes(std::string& out, uint32_t field, const std::string& s) {
+  put_tag(out, field, 2);
+  append_varint(out, s.size());
+  out += s;
+}
+void put_float(std::string& out, uint32_t field, float f) {
+  put_tag(out, field, 5);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  for (int i = 0; i < 4; ++i) out += static_cast<char>(bits >> (8 * i) & 0xFF);  // little-endian fixed32
+}
+
+// sentencepiece_model.proto's numbers.
+constexpr uint32_t kPieces = 1, kTrainerSpec = 2;
+constexpr uint32_t kPiece = 1, kScore = 2, kType = 3;
+constexpr uint32_t kModelType = 3, kByteFallback = 35, kUnkId = 40, kBosId = 41, kEosId = 42, kPadId = 43,
+                   kUnkPiece = 45, kBosPiece = 46, kEosPiece = 47, kPadPiece = 48;
+constexpr uint32_t kNormalizerName = 1, kRemoveExtraWhitespaces = 4, kEscapeWhitespaces = 5;
+constexpr uint64_t kBpe = 2;
+constexpr int32_t kUnknownType = 2, kControlType = 3, kByteType = 6;
 
 // The model with add_dummy_prefix forced off; had_prefix says whether it was on. Repeated
 // embedded messages merge in protobuf, so every normalizer_spec occurrence is folded into one.
@@ -144,17 +174,14 @@ class SentencePieceTokenizer : public Tokenizer {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> no_prefix_;
 };
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> parse_sentencepiece_tokenizer(const std::string& bytes,
-                                                         const std::string& path) {
+std::unique_ptr<Tokenizer> load_model(const std::string& bytes, const std::string& path, const std::string& what) {
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   auto status = sp->LoadFromSerializedProto(absl::string_view(bytes.data(), bytes.size()));
   if (!status.ok()) {
     // libsentencepiece names its own source line; say what it means instead.
     std::string why = status.message();
     if (why.find("ParseFromArray") != std::string::npos) why = "not a SentencePiece protobuf";
-    fail(path, "neither a SentencePiece model nor a llama2.c tokenizer .bin (" + why + ")");
+    fail(path, what + " (" + why + ")");
   }
   if (sp->GetPieceSize() <= 0) fail(path, "SentencePiece model with no pieces");
   std::string patched;
@@ -168,6 +195,74 @@ std::unique_ptr<Tokenizer> parse_sentencepiece_tokenizer(const std::string& byte
     if (!status.ok()) fail(path, std::string("SentencePiece model: ") + status.message());
   }
   return std::make_unique<SentencePieceTokenizer>(path, std::move(sp), std::move(no_prefix));
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> parse_sentencepiece_tokenizer(const std::string& bytes, const std::string& path) {
+  return load_model(bytes, path, "neither a SentencePiece model nor a llama2.c tokenizer .bin");
+}
+
+// Written by hand rather than through protobuf: libsentencepiece reads only a serialized
+// ModelProto, and the protobuf library inside it is private to it.
+std::unique_ptr<Tokenizer> sentencepiece_from_vocabulary(const SentencePieceVocabulary& v, const std::string& path) {
+  const size_t n = v.pieces.size();
+  if (n == 0) fail(path, "tokenizer.ggml.tokens is empty");
+  if (v.scores.size() != n || v.types.size() != n)
+    fail(path, "tokenizer.ggml.tokens has " + std::to_string(n) + " pieces but tokenizer.ggml.scores " +
+                   std::to_string(v.scores.size()) + " and tokenizer.ggml.token_type " + std::to_string(v.types.size()));
+  bool bytes = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (v.types[i] < 1 || v.types[i] > 6)
+      fail(path, "tokenizer.ggml.token_type[" + std::to_string(i) + "] is " + std::to_string(v.types[i]) +
+                     " (SentencePiece's types are 1 to 6)");
+    bytes |= v.types[i] == kByteType;
+  }
+  // Each special id must name a piece of the type SentencePiece finds it by: BOS and EOS control
+  // pieces, UNK the unknown piece (libsentencepiece refuses a model without one).
+  auto special = [&](const char* key, int32_t id, int32_t type) {
+    if (id < 0) return;
+    if (static_cast<size_t>(id) >= n) fail(path, std::string(key) + " " + std::to_string(id) + " is not a piece id");
+    if (v.types[id] != type)
+      fail(path, std::string(key) + " " + std::to_string(id) + " ('" + v.pieces[id] + "') has token_type " +
+                     std::to_string(v.types[id]) + ", not " + std::to_string(type));
+  };
+  if (v.unk < 0) fail(path, "tokenizer.ggml.unknown_token_id is negative (a SentencePiece vocabulary has one)");
+  special("tokenizer.ggml.unknown_token_id", v.unk, kUnknownType);
+  special("tokenizer.ggml.bos_token_id", v.bos, kControlType);
+  special("tokenizer.ggml.eos_token_id", v.eos, kControlType);
+  if (v.pad >= 0 && static_cast<size_t>(v.pad) >= n)
+    fail(path, "tokenizer.ggml.padding_token_id " + std::to_string(v.pad) + " is not a piece id");
+  // Many LLaMA and Vicuna files pad with <unk> or </s>: SentencePiece has no separate padding
+  // piece then, and the tokenizer pads with <unk> as it does for LLaMA's own tokenizer.model.
+  const int32_t pad = v.pad >= 0 && v.types[v.pad] == kControlType && v.pad != v.bos && v.pad != v.eos ? v.pad : -1;
+
+  std::string model;
+  for (size_t i = 0; i < n; ++i) {
+    std::string piece;
+    put_bytes(piece, kPiece, v.pieces[i]);
+    put_float(piece, kScore, v.scores[i]);
+    put_varint(piece, kType, static_cast<uint64_t>(v.types[i]));
+    put_bytes(model, kPieces, piece);
+  }
+  std::string trainer;
+  put_varint(trainer, kModelType, kBpe);
+  put_varint(trainer, kByteFallback, bytes);
+  const std::pair<uint32_t, int32_t> ids[] = {{kUnkId, v.unk}, {kBosId, v.bos}, {kEosId, v.eos}, {kPadId, pad}};
+  for (const auto& [field, id] : ids) put_int32(trainer, field, id);
+  // libsentencepiece finds its special ids by these names, whatever the ids say.
+  const std::pair<uint32_t, int32_t> names[] = {{kUnkPiece, v.unk}, {kBosPiece, v.bos}, {kEosPiece, v.eos},
+                                                {kPadPiece, pad}};
+  for (const auto& [field, id] : names)
+    if (id >= 0) put_bytes(trainer, field, v.pieces[id]);
+  put_bytes(model, kTrainerSpec, trainer);
+  std::string normalizer;
+  put_bytes(normalizer, kNormalizerName, "identity");
+  put_varint(normalizer, kAddDummyPrefix, v.add_dummy_prefix);
+  put_varint(normalizer, kRemoveExtraWhitespaces, 0);
+  put_varint(normalizer, kEscapeWhitespaces, 1);
+  put_bytes(model, kNormalizerSpec, normalizer);
+  return load_model(model, path, "its SentencePiece vocabulary cannot be read");
 }
 
 }  // namespace gt
