@@ -88,6 +88,18 @@ const char* chat_template_name(const ChatTemplate& tmpl) {
   return vicuna_system(tmpl) == kGraphChatSystem ? "graphchat_v1" : "vicuna_v1_1";
 }
 
+std::string template_rendered_by(const std::string& jinja) {
+  auto has = [&](const char* s) { return jinja.find(s) != std::string::npos; };
+  if (has("<|start_header_id|>")) return has("Cutting Knowledge Date") ? "llama3.1" : "llama3";
+  if (has(kImStart)) return has("You are Qwen") ? "qwen2.5" : has("SmolLM") ? "chatml" : "";
+  if (has("USER: ") && has("ASSISTANT:")) return "vicuna_v1_1";
+  return "";
+}
+
+bool template_fits_model(const std::string& name, const std::string& model) {
+  return model.empty() || name == model || (model == "vicuna_v1_1" && name == "graphchat_v1");
+}
+
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<Turn>& turns, bool add_generation_prompt) {
   if (add_generation_prompt && (turns.empty() || turns.size() % 2 == 0))
     fail("conversation", "a generation prompt follows a human turn, but there are " + std::to_string(turns.size()) +

@@ -78,6 +78,16 @@ std::string vicuna_system(const ChatTemplate& tmpl);
 ChatTemplate chat_template_named(const std::string& name, const std::string& where);
 const char* chat_template_name(const ChatTemplate& tmpl);
 
+// Which of the templates above a model's own chat_template (its Jinja text) renders, told by
+// what it writes: "llama3.1" (Llama 3.1's dated system message), "llama3", "qwen2.5" (ChatML
+// with Qwen's system message), "chatml" (with SmolLM's) or "vicuna_v1_1" (USER: / ASSISTANT:);
+// "" for any other (Mistral's [INST], ChatML with another system message).
+std::string template_rendered_by(const std::string& jinja);
+
+// Whether prompts in template `name` are the ones a model whose chat_template renders `model`
+// (template_rendered_by) was tuned on: the same, or GraphGPT's evaluation prompt on Vicuna.
+bool template_fits_model(const std::string& name, const std::string& model);
+
 // The template's text for the turns (human, gpt, ... from human; InputError otherwise), values
 // used as they are (expand graph markers first). vicuna_v1_1: vicuna_v1_1_prompt(turns).
 // ChatML: "<|im_start|>system\n" + system + "<|im_end|>\n", then per turn "<|im_start|>" +

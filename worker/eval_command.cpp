@@ -55,6 +55,7 @@
 #include "worker/commands.hpp"
 #include "worker/device_choice.hpp"
 #include "worker/rank_errors.hpp"
+#include "worker/template_warning.hpp"
 
 namespace gt {
 
@@ -508,6 +509,8 @@ int run_eval(const std::string& config_path, const std::string& out_flag, const 
     // Before any communicator forms: NCCL's go to the device current when they are made.
     device = use_job_device(cfg);  // a device this host has, or one line saying why not
     check_eval_job(cfg, out_dir, world.size());
+    if (!control::connected() && world.rank() == 0)  // else the launcher's preflight said it
+      warn_if_template_differs(cfg, cfg.eval.chat_template, "eval");
     control::report_device(describe_device(device));
     // Without the launcher, world rank 0 holds the output folder for this job, as the launcher would.
     std::unique_ptr<RunFolderLock> lock;
@@ -526,6 +529,7 @@ int check_eval(const std::string& config_path, const std::string& out_flag, cons
   const JobConfig cfg = read_eval_job(config_path, extra);
   check_eval_job(cfg, out_dir_of(cfg, out_flag), world_size);
   choose_job_device(cfg);  // a device this host has, or one line saying why not
+  warn_if_template_differs(cfg, cfg.eval.chat_template, "eval");
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "worker/commands.hpp"
 #include "worker/rank_errors.hpp"
 #include "worker/device_choice.hpp"
+#include "worker/template_warning.hpp"
 
 namespace gt {
 
@@ -101,6 +102,12 @@ JobConfig read_job(const std::string& config_path, const std::vector<std::string
   return read_job_config(config_path, overrides);
 }
 
+// The phases that render conversations: the graph phases, and lm on instruction records.
+void warn_on_template(const JobConfig& cfg) {
+  if (is_graph_phase(cfg.training.stage) || (cfg.training.stage == Phase::kLm && !cfg.data.instructions.empty()))
+    warn_if_template_differs(cfg, cfg.data.chat_template, "data");
+}
+
 int run_train(const std::string& config_path, const std::vector<std::string>& extra) {
   // Ranks learn who they are from MPI (mpirun, or the launcher, which runs mpirun): the same
   // program runs one rank or many.
@@ -114,6 +121,7 @@ int run_train(const std::string& config_path, const std::vector<std::string>& ex
     // Before any communicator forms: NCCL's go to the device current when they are made.
     device = use_job_device(cfg);  // a device this host has, or one line saying why not
     check_job(cfg, world.size());
+    if (!control::connected() && world.rank() == 0) warn_on_template(cfg);  // else the launcher's preflight said it
     control::report_device(describe_device(device));
     const std::unique_ptr<RunFolderLock> lock = take_run_folder(cfg, world);
     const int rc = run_phase(cfg, world, device);
@@ -128,6 +136,7 @@ int check_train(const std::string& config_path, const std::vector<std::string>& 
   JobConfig cfg = read_job(config_path, extra);
   check_job(cfg, world_size);
   choose_job_device(cfg);  // a device this host has, or one line saying why not
+  warn_on_template(cfg);
   return 0;
 }
 
