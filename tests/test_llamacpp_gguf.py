@@ -108,6 +108,30 @@ def gguf_summary(path):
         sys.path.pop(0)
 
 
+def graph_export_check(name, gguf_path, hf_tok, tmp):
+    """GraphGPT's stage 1 on the GGUF (one step), exported: the merged folder's tokenizer is the
+    GGUF's vocabulary written as tokenizer.model, with GraphGPT's three tokens in added_tokens.json,
+    and transformers reads it to the folder tokenizer's ids."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    records, run_dir, out = (os.path.join(tmp, f"{name}-{x}") for x in ("gm.json", "gm", "gmx"))
+    run(LAUNCHER, "data", "build", "--graph", "embedded", "--task", "graph_matching", "--split", "train",
+        "--max-nodes", "3", "--max-records", "4", "--out", records)
+    run(WORKER, "train", "--config", os.path.join(root, "configs", "lm.toml"), "--model.path", gguf_path,
+        "--training.stage", "graph_matching", "--data.instructions", records, "--data.max_len", "1024",
+        "--data.num_workers", "0", "--training.steps", "1", "--training.batch_size", "2", "--training.threads", "1",
+        "--checkpoint.every", "1", "--job.out_dir", run_dir)
+    run(LAUNCHER, "export", "--checkpoint", os.path.join(run_dir, "checkpoints"), "--out", out)
+    folder = os.path.join(out, "model")
+    added = json.load(open(os.path.join(folder, "added_tokens.json")))
+    tok = AutoTokenizer.from_pretrained(folder)
+    got = [tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
+    want = [hf_tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
+    check(f"{name}: the exported graph model's tokenizer.model (from the GGUF) gives the folder tokenizer's ids, "
+          f"the graph tokens added",
+          added == {"<g_patch>": 32000, "<g_start>": 32001, "<g_end>": 32002} and len(tok) == 32003 and got == want,
+          f"added {added}, {len(tok)} tokens, ids {got} against {want}")
+
+
 def main():
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     with tempfile.TemporaryDirectory(prefix="gt_llamacpp_") as tmp:
@@ -143,6 +167,8 @@ def main():
             check(f"{name}: the GGUF's own vocabulary gives the folder tokenizer's ids",
                   got_ids == want_ids,
                   "" if got_ids == want_ids else f"graphtune {got_ids}, transformers {want_ids}")
+            if not tok_files:
+                graph_export_check(name, gguf_path, hf_tok, tmp)
             if not tok_files:  # and the same ids as graphtune's reading of the tokenizer.model itself
                 p = run(LAUNCHER, "tokenize", "--tokenizer", os.path.join(folder, "tokenizer.model"), "--bos",
                         stdin=stdin)

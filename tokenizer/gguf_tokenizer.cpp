@@ -31,7 +31,7 @@ std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f) {
 
 // LLaMA's, Vicuna's and Mistral's tokenizer.model as llama.cpp's converter stores it: the pieces,
 // their scores and types, without the normalizer, which for these models is always LLaMA's.
-std::unique_ptr<Tokenizer> sentencepiece(const GgufFile& f) {
+SentencePieceVocabulary sentencepiece_vocabulary(const GgufFile& f) {
   SentencePieceVocabulary v;
   v.pieces = f.get_string_array("tokenizer.ggml.tokens");
   v.scores = f.get_float_array("tokenizer.ggml.scores");
@@ -44,7 +44,7 @@ std::unique_ptr<Tokenizer> sentencepiece(const GgufFile& f) {
   v.pad = optional_id(f, "tokenizer.ggml.padding_token_id");
   // And a space first.
   if (f.has("tokenizer.ggml.add_space_prefix")) v.add_dummy_prefix = f.get_bool("tokenizer.ggml.add_space_prefix");
-  return sentencepiece_from_vocabulary(v, f.path());
+  return v;
 }
 
 }  // namespace
@@ -53,9 +53,15 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
   const GgufFile f = GgufFile::open(path);
   const std::string model = f.get_string("tokenizer.ggml.model");
   if (model == "gpt2") return byte_level_bpe(f);
-  if (model == "llama") return sentencepiece(f);
+  if (model == "llama") return sentencepiece_from_vocabulary(sentencepiece_vocabulary(f), path);
   fail(path, "not supported yet: tokenizer.ggml.model '" + model +
                  "' (graphtune reads byte-level BPE, 'gpt2', and SentencePiece BPE, 'llama')");
+}
+
+std::optional<std::string> gguf_sentencepiece_model(const std::string& path) {
+  const GgufFile f = GgufFile::open(path);
+  if (!f.has("tokenizer.ggml.model") || f.get_string("tokenizer.ggml.model") != "llama") return std::nullopt;
+  return sentencepiece_model_bytes(sentencepiece_vocabulary(f), path);
 }
 
 }  // namespace gt

@@ -205,7 +205,7 @@ std::unique_ptr<Tokenizer> parse_sentencepiece_tokenizer(const std::string& byte
 
 // Written by hand rather than through protobuf: libsentencepiece reads only a serialized
 // ModelProto, and the protobuf library inside it is private to it.
-std::unique_ptr<Tokenizer> sentencepiece_from_vocabulary(const SentencePieceVocabulary& v, const std::string& path) {
+std::string sentencepiece_model_bytes(const SentencePieceVocabulary& v, const std::string& path) {
   const size_t n = v.pieces.size();
   if (n == 0) fail(path, "tokenizer.ggml.tokens is empty");
   if (v.scores.size() != n || v.types.size() != n)
@@ -262,7 +262,11 @@ std::unique_ptr<Tokenizer> sentencepiece_from_vocabulary(const SentencePieceVoca
   put_varint(normalizer, kRemoveExtraWhitespaces, 0);
   put_varint(normalizer, kEscapeWhitespaces, 1);
   put_bytes(model, kNormalizerSpec, normalizer);
-  return load_model(model, path, "its SentencePiece vocabulary cannot be read");
+  return model;
+}
+
+std::unique_ptr<Tokenizer> sentencepiece_from_vocabulary(const SentencePieceVocabulary& v, const std::string& path) {
+  return load_model(sentencepiece_model_bytes(v, path), path, "its SentencePiece vocabulary cannot be read");
 }
 
 }  // namespace gt

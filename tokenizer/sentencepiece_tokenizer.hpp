@@ -28,9 +28,12 @@ struct SentencePieceVocabulary {
   bool add_dummy_prefix = true;
 };
 
-// The model tokenizer.model would hold for it (LLaMA's normalizer: identity, whitespace escaped,
-// none removed; byte fallback where it has byte pieces), read by libsentencepiece as a
-// tokenizer.model is. A vocabulary it cannot be is an InputError naming path.
+// The tokenizer.model (a serialized ModelProto) that holds it: LLaMA's normalizer (identity,
+// whitespace escaped, none removed), byte fallback where it has byte pieces. A vocabulary no
+// SentencePiece model can be is an InputError naming path.
+std::string sentencepiece_model_bytes(const SentencePieceVocabulary& v, const std::string& path);
+
+// That model, read by libsentencepiece as a tokenizer.model is.
 std::unique_ptr<Tokenizer> sentencepiece_from_vocabulary(const SentencePieceVocabulary& v, const std::string& path);
 
 }  // namespace gt

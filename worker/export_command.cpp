@@ -25,6 +25,7 @@
 #include "config/job_config.hpp"
 #include "formats/model_presets.hpp"
 #include "formats/safetensors_header.hpp"
+#include "tokenizer/gguf_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "train/graphgpt_setup.hpp"
 #include "train/mixed_precision.hpp"
@@ -96,6 +97,11 @@ std::string write_lm_tokenizer(const std::string& checkpoint, const ckpt::Index&
                    resolved.c_str());
     return written.empty() ? "none" : written;
   }
+  if (ends_with(resolved, ".gguf"))
+    if (const auto model = gguf_sentencepiece_model(resolved)) {
+      write_file_atomic(join_path(dir, "tokenizer.model"), *model);
+      return "tokenizer.model (the GGUF's vocabulary)";
+    }
   std::fprintf(stderr,
                "graphtune: export: no tokenizer written: the run's model %s is a %s, whose vocabulary is no Hugging "
                "Face tokenizer file (give `graphtune generate --tokenizer` the one the run used)\n",
@@ -160,7 +166,8 @@ nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
 
 // The merged model's tokenizer: the LLM's, grown by GraphGPT's three tokens exactly as the
 // trainer and eval grow it (build_graphgpt), so that the ids match the embedding rows.
-//   SentencePiece: tokenizer.model with added_tokens.json (how transformers' save_pretrained
+//   SentencePiece (a tokenizer.model, or a GGUF's "llama" vocabulary written as one):
+//     tokenizer.model with added_tokens.json (how transformers' save_pretrained
 //     stores added tokens; graphtune reads it too), and tokenizer.bin, llama2.c's format with
 //     the added pieces, for llama2.c's tools;
 //   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
@@ -171,13 +178,21 @@ std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, co
   auto copy_beside = [&](const char* name) {
     if (path_exists(join_path(folder, name))) copy_file(join_path(folder, name), join_path(dir, name));
   };
-  if (ends_with(source, ".model")) {
-    copy_file(source, join_path(dir, "tokenizer.model"));
-    copy_beside("tokenizer_config.json");
-    copy_beside("special_tokens_map.json");
+  // A GGUF's SentencePiece vocabulary is written out as the tokenizer.model it came from.
+  const std::optional<std::string> gguf_model =
+      ends_with(source, ".gguf") ? gguf_sentencepiece_model(source) : std::nullopt;
+  if (ends_with(source, ".model") || gguf_model) {
+    if (gguf_model) {
+      write_file_atomic(join_path(dir, "tokenizer.model"), *gguf_model);
+    } else {
+      copy_file(source, join_path(dir, "tokenizer.model"));
+      copy_beside("tokenizer_config.json");
+      copy_beside("special_tokens_map.json");
+    }
     write_file_atomic(join_path(dir, "added_tokens.json"), added_tokens(tok).dump(2) + "\n");
     save_llama2c_tokenizer(tok, join_path(dir, "tokenizer.bin"));
-    return "tokenizer.model + added_tokens.json, tokenizer.bin";
+    return std::string(gguf_model ? "tokenizer.model (the GGUF's vocabulary)" : "tokenizer.model") +
+           " + added_tokens.json, tokenizer.bin";
   }
   if (ends_with(source, ".json")) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(read_file(source));
