@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "formats/gguf_dequant.hpp"
 
 namespace gt {
@@ -120,6 +121,10 @@ std::string gguf_value_type_name(uint32_t t) {
 }
 
 int64_t GgufTensorInfo::numel() const {
+  // A zero anywhere first: the shape check bounds the product of non-zero dims only, and [2^40,
+  // 2^36, 0] would overflow on the way to its 0.
+  for (int64_t d : ne)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : ne) n *= d;
   return n;
@@ -184,6 +189,8 @@ GgufFile GgufFile::open(const std::string& path) {
   for (uint64_t k = 0; k < n_kv; ++k) {
     const std::string where = "metadata entry " + std::to_string(k) + " of " + std::to_string(n_kv);
     std::string key = c.string("the key of " + where);
+    // Every later message quotes the key: one with a newline would split it.
+    if (printable(key) != key) fail(path, "the key of " + where + ", '" + printable(key) + "', holds a control character");
     const uint32_t type = c.read<uint32_t>("the value type of '" + key + "'");
     GgufValue v = read_value(c, type, key, path, 0);
     if (f.metadata_.count(key)) fail(path, "metadata key '" + key + "' appears twice");
@@ -200,6 +207,8 @@ GgufFile GgufFile::open(const std::string& path) {
   for (uint64_t k = 0; k < n_tensors; ++k) {
     GgufTensorInfo t;
     t.name = c.string("the name of tensor " + std::to_string(k) + " of " + std::to_string(n_tensors));
+    if (printable(t.name) != t.name)
+      fail(path, "the name of tensor " + std::to_string(k) + ", '" + printable(t.name) + "', holds a control character");
     const std::string what = "tensor '" + t.name + "'";
     const uint32_t n_dims = c.read<uint32_t>("the dimension count of " + what);
     if (n_dims > kMaxDims) fail(path, what + " has " + std::to_string(n_dims) + " dimensions (at most 4)");

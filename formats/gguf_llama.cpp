@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "formats/gguf.hpp"
 #include "formats/gguf_dequant.hpp"
 
@@ -41,7 +42,7 @@ LlamaConfig gguf_llama_config(const GgufFile& f) {
   const std::string arch = f.get_string("general.architecture");
   // Mistral is written as 'llama' by llama.cpp's converter; Qwen2 and Qwen2.5 as 'qwen2'.
   if (arch != "llama" && arch != "qwen2")
-    fail(f.path(), "general.architecture is '" + arch + "'; supported: llama (LLaMA, Llama 3.x, Mistral), qwen2");
+    fail(f.path(), "general.architecture is '" + printable(arch) + "'; supported: llama (LLaMA, Llama 3.x, Mistral), qwen2");
   const std::string p = arch + ".";
   LlamaConfig c;
   if (arch == "qwen2") {

@@ -12,7 +12,7 @@ SECONDS_PER_TARGET=${1:-120}
 shift || true
 BUILD=${GRAPHTUNE_FUZZ_BUILD:-build-fuzz}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(control_protocol safetensors_header instructions config hostfile torch_pickle pretokenizer)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(control_protocol safetensors_header instructions config hostfile torch_pickle pretokenizer gguf)
 JOBS=${FUZZ_JOBS:-$(nproc)}
 
 case $SECONDS_PER_TARGET in
@@ -48,7 +48,7 @@ echo "fuzz: ${#TARGETS[@]} targets x ${SECONDS_PER_TARGET}s, $JOBS at a time, bu
 running=0
 for t in "${TARGETS[@]}"; do
   if [ ! -d "tests/fuzz/corpus/$t" ]; then
-    echo "scripts/fuzz.sh: no corpus tests/fuzz/corpus/$t (targets: control_protocol safetensors_header instructions config hostfile torch_pickle pretokenizer)" >&2
+    echo "scripts/fuzz.sh: no corpus tests/fuzz/corpus/$t (targets: control_protocol safetensors_header instructions config hostfile torch_pickle pretokenizer gguf)" >&2
     exit 2
   fi
   run_target "$t" &

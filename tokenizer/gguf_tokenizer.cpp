@@ -1,6 +1,7 @@
 #include "tokenizer/gguf_tokenizer.hpp"
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "formats/gguf.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/sentencepiece_tokenizer.hpp"
@@ -54,7 +55,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const std::string& path) {
   const std::string model = f.get_string("tokenizer.ggml.model");
   if (model == "gpt2") return byte_level_bpe(f);
   if (model == "llama") return sentencepiece_from_vocabulary(sentencepiece_vocabulary(f), path);
-  fail(path, "not supported yet: tokenizer.ggml.model '" + model +
+  fail(path, "not supported yet: tokenizer.ggml.model '" + printable(model) +
                  "' (graphtune reads byte-level BPE, 'gpt2', and SentencePiece BPE, 'llama')");
 }
 

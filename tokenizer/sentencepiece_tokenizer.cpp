@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "tokenizer/llama2c_tokenizer.hpp"  // parse_byte_piece
 
 namespace gt {
@@ -224,7 +225,7 @@ std::string sentencepiece_model_bytes(const SentencePieceVocabulary& v, const st
     if (id < 0) return;
     if (static_cast<size_t>(id) >= n) fail(path, std::string(key) + " " + std::to_string(id) + " is not a piece id");
     if (v.types[id] != type)
-      fail(path, std::string(key) + " " + std::to_string(id) + " ('" + v.pieces[id] + "') has token_type " +
+      fail(path, std::string(key) + " " + std::to_string(id) + " ('" + printable(v.pieces[id]) + "') has token_type " +
                      std::to_string(v.types[id]) + ", not " + std::to_string(type));
   };
   if (v.unk < 0) fail(path, "tokenizer.ggml.unknown_token_id is negative (a SentencePiece vocabulary has one)");

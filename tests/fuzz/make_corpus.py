@@ -211,9 +211,43 @@ def pretokenizer():
     write("pretokenizer", "4-bad", b"\x04(unclosed\nab")
 
 
+def gguf_seeds():
+    """Written by the gguf package (llama.cpp's own writer): every metadata type, arrays (a
+    vocabulary's), tensors of two types; then cut short at a few places."""
+    import os
+    import tempfile
+    import gguf
+    import numpy as np
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "seed.gguf")
+        w = gguf.GGUFWriter(path, "llama")
+        w.add_block_count(2)
+        w.add_float32("llama.rope.freq_base", 10000.0)
+        w.add_bool("tokenizer.ggml.add_space_prefix", True)
+        w.add_tokenizer_model("llama")
+        w.add_token_list(["<unk>", "<s>", "</s>", "\u2581a", "b"])
+        w.add_token_scores([0.0, 0.0, 0.0, -1.0, -2.0])
+        w.add_token_types([2, 3, 3, 1, 1])
+        w.add_uint32("tokenizer.ggml.bos_token_id", 1)
+        w.add_int8("x.int8", -3)
+        w.add_uint64("x.uint64", 1 << 40)
+        w.add_float64("x.float64", 0.5)
+        w.add_array("x.nested", [[1, 2], [3]])
+        w.add_tensor("a", np.arange(8, dtype=np.float32).reshape(2, 4))
+        w.add_tensor("b", np.ones((4,), dtype=np.float16))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        data = pathlib.Path(path).read_bytes()
+    write("gguf", "whole.gguf", data)
+    for cut in (3, 24, 100, len(data) // 2, len(data) - 8):
+        write("gguf", "cut-%d.gguf" % cut, data[:cut])
+
+
 if __name__ == "__main__":
     for target in ["control_protocol", "hostfile", "instructions", "config", "safetensors_header", "torch_pickle",
-                   "pretokenizer"]:
+                   "pretokenizer", "gguf"]:
         d = CORPUS / target
         if d.exists():
             for f in d.glob("seed-*"):
@@ -225,3 +259,4 @@ if __name__ == "__main__":
     safetensors()
     torch_pickle()
     pretokenizer()
+    gguf_seeds()
