@@ -18,6 +18,9 @@ namespace {
 constexpr int64_t kMaxLayoutAxis = int64_t{1} << 20;
 // What the code keeps in 32 bits (counts of nodes and classes, checkpoints kept, epochs).
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+// [data].template and [eval].template: data/chat_template.hpp's names.
+const std::vector<const char*> kChatTemplates = {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3",
+                                                 "llama3.1"};
 // Threads of one rank (OpenMP's, the data workers'): far above any machine's cores.
 constexpr int64_t kMaxThreads = 4096;
 
@@ -56,7 +59,7 @@ struct SectionReader {
   // One of a set of names that other libraries turn into values ([data].template), or that
   // nothing varies on yet ([optimizer].name, [lr_scheduler].name).
   std::string one_of_names(const char* s, const char* k, const std::string& dflt,
-                           std::initializer_list<const char*> allowed) {
+                           const std::vector<const char*>& allowed) {
     const std::string v = r.get_string(s, k, dflt);
     std::string list;
     for (const char* a : allowed) {
@@ -152,7 +155,7 @@ DataSection read_data(SectionReader& in) {
   d.graph = r.get_string("data", "graph", d.graph);
   d.features = r.get_string("data", "features", d.features);
   d.max_len = in.positive("data", "max_len", d.max_len);
-  d.chat_template = in.one_of_names("data", "template", d.chat_template, {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3", "llama3.1"});
+  d.chat_template = in.one_of_names("data", "template", d.chat_template, kChatTemplates);
   d.num_workers = r.get_int("data", "num_workers", d.num_workers);
   d.skip_invalid = r.get_bool("data", "skip_invalid", d.skip_invalid);
   d.group_by_length = r.get_bool("data", "group_by_length", d.group_by_length);
@@ -275,8 +278,8 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.temperature = in.in_range("eval", "temperature", graphgpt ? 0.2 : 0.0, 0.0, 100.0);
   e.top_p = in.in_range("eval", "top_p", e.top_p, 0.0, 1.0);
   e.seed = r.get_int("eval", "seed", training.seed);
-  e.chat_template = in.one_of_names("eval", "template", graphgpt ? "graphchat_v1" : data.chat_template,
-                                    {"vicuna_v1_1", "graphchat_v1", "chatml", "qwen2.5", "llama3", "llama3.1"});
+  e.chat_template =
+      in.one_of_names("eval", "template", graphgpt ? "graphchat_v1" : data.chat_template, kChatTemplates);
   e.classes = r.get_string("eval", "classes", e.classes);
   e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
   if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");

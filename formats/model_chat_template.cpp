@@ -32,7 +32,7 @@ std::optional<ModelChatTemplate> model_chat_template(const std::string& model_pa
       if (auto jinja = folder_template(read_json_object(file))) return ModelChatTemplate{file, *jinja};
       return std::nullopt;
     }
-    if (model_path.size() > 5 && model_path.compare(model_path.size() - 5, 5, ".gguf") == 0) {
+    if (ends_with(model_path, ".gguf")) {
       const GgufFile f = GgufFile::open(model_path);
       if (!f.has("tokenizer.chat_template")) return std::nullopt;
       return ModelChatTemplate{model_path + " (tokenizer.chat_template)", f.get_string("tokenizer.chat_template")};

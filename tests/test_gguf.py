@@ -425,8 +425,8 @@ def sentencepiece_vocab_checks(tmp):
     pieces = [p.piece for p in proto.pieces]
     scores = [p.score for p in proto.pieces]
     types = [int(p.type) for p in proto.pieces]
-    ids = {"unknown_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "padding_token_id": 0}  # pad: <unk>, as
-    # many LLaMA and Vicuna files have it
+    # Padding with <unk>, as many LLaMA and Vicuna files do.
+    ids = {"unknown_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "padding_token_id": 0}
     for prefix in (None, False):
         proto.normalizer_spec.add_dummy_prefix = prefix is None
         sp = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())

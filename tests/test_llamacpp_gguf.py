@@ -167,9 +167,8 @@ def main():
             check(f"{name}: the GGUF's own vocabulary gives the folder tokenizer's ids",
                   got_ids == want_ids,
                   "" if got_ids == want_ids else f"graphtune {got_ids}, transformers {want_ids}")
-            if not tok_files:
+            if not tok_files:  # SentencePiece: exported back as a tokenizer.model, and equal to the folder's
                 graph_export_check(name, gguf_path, hf_tok, tmp)
-            if not tok_files:  # and the same ids as graphtune's reading of the tokenizer.model itself
                 p = run(LAUNCHER, "tokenize", "--tokenizer", os.path.join(folder, "tokenizer.model"), "--bos",
                         stdin=stdin)
                 q = run(LAUNCHER, "tokenize", "--tokenizer", gguf_path, "--bos", stdin=stdin)

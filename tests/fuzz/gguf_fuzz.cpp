@@ -43,11 +43,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const gt::GgufValue* v = g.find(key);
       FUZZ_CHECK(v != nullptr, "a listed key that cannot be found");
       try {
-        if (v->kind == gt::GgufValue::Kind::String) g.get_string(key);
-        if (v->kind == gt::GgufValue::Kind::Array) {
-          g.get_string_array(key);
+        switch (v->kind) {
+          case gt::GgufValue::Kind::Uint:
+          case gt::GgufValue::Kind::Int: g.get_int(key); break;  // a UINT64 past int64: InputError
+          case gt::GgufValue::Kind::Float: g.get_float(key); break;
+          case gt::GgufValue::Kind::Bool: g.get_bool(key); break;
+          case gt::GgufValue::Kind::String: g.get_string(key); break;
+          case gt::GgufValue::Kind::Array: g.get_string_array(key); break;  // other elements: InputError
         }
-        g.get_int(key);
       } catch (const gt::InputError& e) {
         FUZZ_CHECK(std::strchr(e.what(), '\n') == nullptr, "an error message spans lines");
       }
