@@ -38,7 +38,12 @@
 #             neighbour tree (2 hops, LLAGA_FANOUT children a slot, default 10: 111 graph tokens;
 #             records of the same papers, data build --template llaga), each slot's features beside
 #             its place in the tree ([model].graph_encoder_type = "llaga"); stage 2 trains the
-#             projector and LoRA as gcn does, on every training paper.
+#             projector and LoRA as gcn does, on every training paper;
+#   hop_field LLaGA's other template, its hop-field overview: no GNN, no grounding, no stage 1;
+#             each paper's graph tokens are its features after 0..FIELD_HOPS (default 4) steps of
+#             the GCN's propagation over the whole graph, one token a hop (records of the same
+#             papers, data build --template hop_field; [model].graph_encoder_type = "hop_field");
+#             stage 2 as llaga's. Its probe reads every hop of the centre.
 # With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
@@ -53,7 +58,8 @@
 # other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
 # papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
-# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga"), RECIPE_SEEDS (1), ENCODER_LR (1e-3), LLAGA_FANOUT (10),
+# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field"), RECIPE_SEEDS (1), ENCODER_LR (1e-3),
+# LLAGA_FANOUT (10), FIELD_HOPS (4),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -89,6 +95,7 @@ SEEDS=${SEEDS:-5}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1}
 ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
+FIELD_HOPS=${FIELD_HOPS:-4}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
@@ -132,6 +139,14 @@ records() {  # records TEXTLESS FOLDER DIR
     "$GT" data build "${tree[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/llaga_stage2.json"
     "$GT" data build "${tree[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/llaga_$SCORE_ON.json" ;;
   esac
+  # LLaGA's hop fields of the same papers.
+  case " $RECIPES " in *" hop_field "*)
+    local field=(--graph "$2" --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite --task node_classification
+                 --template hop_field --hops "$FIELD_HOPS")
+    "$GT" data build "${field[@]}" --split train --out "$3/hop_field_train.json"
+    "$GT" data build "${field[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/hop_field_stage2.json"
+    "$GT" data build "${field[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/hop_field_$SCORE_ON.json" ;;
+  esac
 }
 
 # One recipe on one graph, one seed: grounding (or none), stage 1 (where the graph has texts),
@@ -159,7 +174,7 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe gcn first (RECIPES)" >&2; exit 2; } ;;
   esac
   case $name in
-    lora|lora_all|gcn|llaga) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+    lora|lora_all|gcn|llaga|hop_field) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
     encoder) tune=(--training.trainable graphgpt+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
     lora_encoder) tune=(--training.trainable projector+lora+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
   esac
@@ -170,6 +185,11 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     records=$dir/llaga_train.json scored=$dir/llaga_$SCORE_ON.json
     [ "$SHORT" = 1 ] && records=$dir/llaga_stage2.json
     encoder=(--model.graph_encoder "" --model.graph_encoder_type llaga --model.llaga_hops 2 --model.llaga_fanout "$LLAGA_FANOUT")
+    projector=(--model.projector "")
+  elif [ "$name" = hop_field ]; then  # the same: the projector learns to read the hops
+    records=$dir/hop_field_train.json scored=$dir/hop_field_$SCORE_ON.json
+    [ "$SHORT" = 1 ] && records=$dir/hop_field_stage2.json
+    encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS")
     projector=(--model.projector "")
   elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
@@ -249,11 +269,12 @@ for graph in $GRAPHS; do
       gcn) label="graph model: + GraphGPT's GCN encoder" ;;
       encoder) label="graph model: GCN encoder trained in stage 2" ;;
       llaga) label="graph model: LLaGA's neighbour tree, no GNN" ;;
+      hop_field) label="graph model: LLaGA's hop field, no GNN" ;;
       lora_encoder) label="graph model: + GCN encoder trained in stage 2" ;;
     esac
     runs+=(--run "$label=$(list "${evals[@]}")=$secs")
     case $recipe_name in
-      graphgpt|labels|gcn|encoder|llaga|lora_encoder)
+      graphgpt|labels|gcn|encoder|llaga|hop_field|lora_encoder)
         probe="linear probe, encoder of '$recipe_name'"
         probes+=(--probe "$probe=$(list "${encoders[@]}")")
         pairs+=(--versus-probe "$label=$probe") ;;

@@ -112,9 +112,13 @@ def train_node_model(model, x, ei, y, train, epochs=200):
         return model(x, ei).argmax(-1)
 
 
-def centre_embeddings(encoder, records, x):
+def centre_embeddings(encoder, records, x, ei):
     """The encoder's output for each record's centre node (node 0 of its subgraph), computed on
-    the record's own subgraph as graphtune's graph stages do."""
+    the record's own subgraph as graphtune's graph stages do; for the hop field, every hop of the
+    centre (its K + 1 tokens are all the centre's), computed over the whole graph."""
+    if hasattr(encoder, "field_of"):
+        field = encoder.field_of(x, ei)
+        return field[torch.tensor([r["graph"]["node_idx"] for r in records])]
     out = []
     for r in records:
         g = r["graph"]
@@ -239,7 +243,7 @@ def main():
         preds = []
         for path in paths.split(","):
             enc = graph_encoder(load_file(path))
-            ztr, zte = centre_embeddings(enc, train_recs, x), centre_embeddings(enc, test_recs, x)
+            ztr, zte = centre_embeddings(enc, train_recs, x, ei), centre_embeddings(enc, test_recs, x, ei)
             preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())
         row(name, preds, time.time() - t0, seeds_note(preds) + "logistic regression on the centre's encoder output")
 

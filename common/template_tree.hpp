@@ -1,13 +1,17 @@
 #pragma once
 // The size of LLaGA's neighbourhood-detail tree, which the record builder samples and the llaga
 // graph encoder reads: the centre, then `fanout` child slots under each slot of the previous hop,
-// `hops` deep. Torch-free: the config, the records and the encoder all check it.
+// `hops` deep; and the bound on its hop-field overview. Torch-free: the config, the records and
+// the encoder all check them.
 #include <cstdint>
 
 namespace gt {
 
 // Each slot is a graph token of every prompt: more than this is refused.
 constexpr int64_t kMaxTemplateSlots = 4096;
+// The hop field's hops (LLaGA's hop-field overview: one token a hop, each a feature table as
+// wide as the graph's own); more than this is refused.
+constexpr int64_t kMaxFieldHops = 32;
 
 // 1 + fanout + ... + fanout^hops; 0 when hops or fanout is not positive or the tree passes
 // kMaxTemplateSlots.

@@ -121,13 +121,18 @@ ModelSection read_model(SectionReader& in) {
   m.dtype = in.one_of("model", "dtype", m.dtype, {DType::kFp32, DType::kBf16});
   m.graph_encoder = r.get_string("model", "graph_encoder", m.graph_encoder);
   m.graph_encoder_prefix = r.get_string("model", "graph_encoder_prefix", m.graph_encoder_prefix);
-  m.graph_encoder_type = in.one_of_names("model", "graph_encoder_type", m.graph_encoder_type, {"gt", "gcn", "llaga"});
+  m.graph_encoder_type = in.one_of_names("model", "graph_encoder_type", m.graph_encoder_type, {"gt", "gcn", "llaga", "hop_field"});
   m.llaga_hops = in.positive("model", "llaga_hops", m.llaga_hops);
   m.llaga_fanout = in.positive("model", "llaga_fanout", m.llaga_fanout);
   if (template_tree_slots(m.llaga_hops, m.llaga_fanout) == 0)
     r.reject("model", "llaga_fanout",
              "LLaGA's tree of " + std::to_string(m.llaga_hops) + " hops and fanout " + std::to_string(m.llaga_fanout) +
                  " has more than " + std::to_string(kMaxTemplateSlots) + " slots (each one a graph token of every prompt)");
+  m.hop_field_hops = in.positive("model", "hop_field_hops", m.hop_field_hops);
+  if (m.hop_field_hops > kMaxFieldHops)
+    r.reject("model", "hop_field_hops", "must be at most " + std::to_string(kMaxFieldHops) + " (each hop a graph token of every "
+                                        "prompt and a feature table as wide as the graph's own), got " +
+                                        std::to_string(m.hop_field_hops));
   m.projector = r.get_string("model", "projector", m.projector);
   m.adapter = r.get_string("model", "adapter", m.adapter);
   m.encoder_dropout = r.get_float("model", "encoder_dropout", m.encoder_dropout);

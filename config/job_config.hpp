@@ -46,10 +46,13 @@ struct ModelSection {
   // two-layer GCN of its clip_gcn_arxiv tower); or "llaga", LLaGA's neighbourhood-detail template
   // (no GNN: each slot of a fixed-shape neighbour tree is a graph token, model/graph_encoder.hpp),
   // whose tree llaga_hops and llaga_fanout shape (the records' shape: graphtune data build
-  // --template llaga). An encoder read from a file is the kind its tensors, metadata or
-  // config.json say.
+  // --template llaga); or "hop_field", LLaGA's hop-field overview (no GNN: the centre's features
+  // after 0..hop_field_hops propagation steps over the whole [data].graph, one token a hop;
+  // records from graphtune data build --template hop_field). An encoder read from a file is the
+  // kind its tensors, metadata or config.json say.
   std::string graph_encoder_type = "gt";
   int64_t llaga_hops = 2, llaga_fanout = 10;
+  int64_t hop_field_hops = 4;
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;

@@ -59,6 +59,15 @@ Subgraph sample_subgraph(const TextGraph& g, int32_t center, int32_t hops, int32
   return s;
 }
 
+Subgraph hop_field_graph(int32_t center, int32_t hops) {
+  if (hops < 1 || hops > kMaxFieldHops)
+    fail("hop_field_graph", "hops must be in [1, " + std::to_string(kMaxFieldHops) + "], got " + std::to_string(hops));
+  Subgraph s;
+  s.center = center;
+  s.node_list.assign(static_cast<size_t>(hops) + 1, center);
+  return s;
+}
+
 Subgraph sample_template_tree(const TextGraph& g, int32_t center, int32_t hops, int32_t fanout, Rng& rng) {
   if (center < 0 || center >= g.num_nodes())
     fail("sample_template_tree", "centre node " + std::to_string(center) + " is outside the graph of " +

@@ -53,6 +53,12 @@ Subgraph sample_subgraph(const TextGraph& g, int32_t center, int32_t hops, int32
 // Invalid centre, hops or fanout < 1, or a tree beyond kMaxTemplateSlots: InputError.
 Subgraph sample_template_tree(const TextGraph& g, int32_t center, int32_t hops, int32_t fanout, Rng& rng);
 
+// LLaGA's hop-field overview in GraphGPT's record shape: node_list is the centre hops + 1 times
+// (hop k's token reads that row's hop-k block of the hop field), with no edges. Nothing drawn:
+// the hop field itself is computed over the whole graph when the records are read
+// (loader/hop_field.hpp). hops outside [1, kMaxFieldHops]: InputError.
+Subgraph hop_field_graph(int32_t center, int32_t hops);
+
 enum class SplitPart : uint8_t { kTrain = 0, kVal = 1, kTest = 2 };
 
 struct NodeSplit {

@@ -78,8 +78,20 @@ void validate(const InstructionBuildOptions& o) {
   if (o.fanout < 1 || o.fanout > 1000) fail("--fanout", "must be in [1, 1000], got " + std::to_string(o.fanout));
   if (o.max_nodes < 0) fail("--max-nodes", "must be >= 0 (0: no cap), got " + std::to_string(o.max_nodes));
   if (o.max_records < 0) fail("--max-records", "must be >= 0 (0: all), got " + std::to_string(o.max_records));
-  if (o.record_template != "graphgpt" && o.record_template != "llaga")
-    fail("--template", "unknown template '" + o.record_template + "' (want graphgpt or llaga)");
+  if (o.record_template != "graphgpt" && o.record_template != "llaga" && o.record_template != "hop_field")
+    fail("--template", "unknown template '" + o.record_template + "' (want graphgpt, llaga or hop_field)");
+  if (o.record_template == "hop_field") {
+    if (o.task != InstructionTask::kNodeClassification)
+      fail("--template",
+           "not supported yet: --template hop_field builds node_classification records (its hop field is computed "
+           "over every citation of the graph, which link prediction must hold out)");
+    if (o.hops < 1 || o.hops > kMaxFieldHops)
+      fail("--hops", "must be in [1, " + std::to_string(kMaxFieldHops) + "] with --template hop_field, got " +
+                         std::to_string(o.hops));
+    if (o.max_nodes != 0)
+      fail("--max-nodes", "must be 0 with --template hop_field (its graph is the centre once a hop), got " +
+                              std::to_string(o.max_nodes));
+  }
   if (o.record_template == "llaga") {
     if (o.task != InstructionTask::kNodeClassification)
       fail("--template",
@@ -204,9 +216,9 @@ std::vector<BuiltInstruction> build_instructions(const TextGraph& g, const Instr
       BuiltInstruction r;
       r.id = record_id(g, o.split, std::to_string(c));
       r.dataset = g.name;
-      r.graphs.push_back(o.record_template == "llaga"
-                             ? to_built(sample_template_tree(sg, c, o.hops, o.fanout, rng), 0)
-                             : to_built(sample_subgraph(sg, c, o.hops, o.fanout, rng), o.max_nodes));
+      r.graphs.push_back(o.record_template == "llaga"       ? to_built(sample_template_tree(sg, c, o.hops, o.fanout, rng), 0)
+                         : o.record_template == "hop_field" ? to_built(hop_field_graph(c, o.hops), 0)
+                                                            : to_built(sample_subgraph(sg, c, o.hops, o.fanout, rng), o.max_nodes));
       const GraphRef& b = r.graphs[0];
       std::string q, a;
       if (o.task == InstructionTask::kGraphMatching) {

@@ -19,8 +19,11 @@
 // Record templates (--template): "graphgpt" samples GraphGPT's k-hop subgraph
 // (sample_subgraph); "llaga" writes LLaGA's fixed-shape neighbour tree (sample_template_tree:
 // 1 + fanout + ... + fanout^hops slots, a pad holding the centre's id and touched by no edge) in
-// the same record format, for node_classification only so far. The question's text (the
-// centre's title and text) is the same for both.
+// the same record format, for node_classification only so far; "hop_field" writes LLaGA's
+// hop-field overview's graph, the centre once a hop (hop_field_graph), whose features the
+// hop_field encoder's table holds (loader/hop_field.hpp), node_classification only: that table
+// propagates over every citation of the graph, which link prediction holds out. The question's
+// text (the centre's title and text) is the same for all three.
 // Leakage rules:
 //   * Centres of graph_matching / node_classification come from split_nodes(train_frac,
 //     val_frac, split_seed): a test centre is never a training centre, whatever the task or --seed.
@@ -60,7 +63,7 @@ struct InstructionBuildOptions {
   int32_t hops = kGraphGptHops;      // --hops
   int32_t fanout = kGraphGptFanout;  // --fanout
   int32_t max_nodes = 0;             // --max-nodes: keep the first N of node_list (0: all, GraphGPT)
-  std::string record_template = "graphgpt";  // --template: "graphgpt" or "llaga"
+  std::string record_template = "graphgpt";  // --template: "graphgpt", "llaga" or "hop_field"
   uint64_t seed = 42;                // --seed: sampling, shuffles, negatives, record subset
   uint64_t split_seed = 42;          // --split-seed: node split and held-out edges
   double train_frac = 0.6, val_frac = 0.2;             // --train-frac, --val-frac (node split)
@@ -69,7 +72,8 @@ struct InstructionBuildOptions {
 };
 
 // InputError naming the flag of the first bad value; the llaga template's refusals (another task,
-// --max-nodes, --hops 0, a tree past kMaxTemplateSlots) are here too, before any graph is read.
+// --max-nodes, --hops 0, a tree past kMaxTemplateSlots) and the hop field's (another task,
+// --max-nodes, --hops outside [1, kMaxFieldHops]) are here too, before any graph is read.
 void validate(const InstructionBuildOptions& o);
 
 // A GraphGPT record (data/instructions.hpp) plus what the builder knows of its answer.

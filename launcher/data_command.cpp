@@ -2,7 +2,7 @@
 // `data` command below; `synth` writes the embedded synthetic citation graph
 // (docs/embedded-corpus.md); `convert` writes any graph it can read as a text-graph folder;
 // `build` writes GraphGPT instruction records (data/instruction_builder.hpp), with GraphGPT's
-// subgraphs or LLaGA's neighbour trees (--template) as their graphs.
+// subgraphs, LLaGA's neighbour trees or its hop fields (--template) as their graphs.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -102,8 +102,9 @@ static void add_build_command(CLI::App& data, int& exit_code) {
   sub->add_option("--fanout", o.fanout, "neighbours drawn per node and hop")->capture_default_str();
   sub->add_option("--max-nodes", o.max_nodes, "keep the first N nodes of each subgraph (0: all)")->capture_default_str();
   sub->add_option("--template", o.record_template,
-                  "graphgpt (sampled k-hop subgraph) or llaga (LLaGA's fixed-shape neighbour tree: 1 + fanout + ... + "
-                  "fanout^hops slots, pads where a node has fewer neighbours)")
+                  "graphgpt (sampled k-hop subgraph), llaga (LLaGA's fixed-shape neighbour tree: 1 + fanout + ... + "
+                  "fanout^hops slots, pads where a node has fewer neighbours) or hop_field (LLaGA's hop-field overview: "
+                  "the centre once a hop, hops + 1 graph tokens)")
       ->capture_default_str();
   sub->add_option("--seed", o.seed, "sampling, shuffles and negatives; the same seed gives the same bytes")
       ->capture_default_str();
@@ -132,7 +133,7 @@ static void add_build_command(CLI::App& data, int& exit_code) {
     const std::string parent = parent_path(args->out);
     if (!path_exists(parent)) make_dirs(parent);
     write_instructions(args->out, records_of(records));
-    const bool tree = o.record_template == "llaga";
+    const bool tree = o.record_template == "llaga", field = o.record_template == "hop_field";
     size_t yes = 0, nodes = 0;
     for (const auto& r : records) {
       if (r.label == 1) ++yes;
@@ -149,6 +150,8 @@ static void add_build_command(CLI::App& data, int& exit_code) {
     if (tree)
       std::snprintf(size, sizeof size, "%lld-slot llaga trees, %.1f slots real per tree",
                     static_cast<long long>(template_tree_slots(o.hops, o.fanout)), per_graph);
+    else if (field)
+      std::snprintf(size, sizeof size, "hop fields of %d hops (%d graph tokens each)", o.hops, o.hops + 1);
     else
       std::snprintf(size, sizeof size, "%.1f nodes per subgraph", per_graph);
     std::fprintf(stderr, "graphtune data build: wrote %s: %zu %s records (%s split of %s, %d nodes)%s, %s\n",

@@ -18,6 +18,27 @@ namespace gt {
 
 int64_t GraphEncoderConfig::template_slots() const { return template_tree_slots(llaga_hops, llaga_fanout); }
 
+int64_t GraphEncoderConfig::template_nodes() const {
+  return is_llaga() ? template_slots() : is_hop_field() ? field_hops + 1 : 0;
+}
+
+std::string GraphEncoderConfig::template_records_hint() const {
+  if (is_llaga())
+    return "build the records with graphtune data build --template llaga --hops " + std::to_string(llaga_hops) +
+           " --fanout " + std::to_string(llaga_fanout);
+  return "build the records with graphtune data build --template hop_field --hops " + std::to_string(field_hops);
+}
+
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops) {
+  GraphEncoderConfig c;
+  c.gnn_type = "hop_field";
+  c.field_hops = hops;
+  c.gnn_input = feature_width * (hops + 1);
+  c.gnn_output = feature_width + hops + 1;
+  c.dropout = 0.0;
+  return c;
+}
+
 GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t fanout) {
   GraphEncoderConfig c;
   c.gnn_type = "llaga";
@@ -31,10 +52,19 @@ GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t
 
 std::string GraphEncoderConfig::problem() const {
   std::ostringstream ss;
-  if (gnn_type != "gt" && gnn_type != "gcn" && gnn_type != "llaga")
-    ss << "gnn_type must be \"gt\", \"gcn\" or \"llaga\", got \"" << gnn_type << "\"";
+  if (gnn_type != "gt" && gnn_type != "gcn" && gnn_type != "llaga" && gnn_type != "hop_field")
+    ss << "gnn_type must be \"gt\", \"gcn\", \"llaga\" or \"hop_field\", got \"" << gnn_type << "\"";
   else if (gnn_input <= 0) ss << "gnn_input must be positive, got " << gnn_input;
   else if (gnn_output <= 0) ss << "gnn_output must be positive, got " << gnn_output;
+  else if (is_hop_field() && (field_hops < 1 || field_hops > kMaxFieldHops))
+    ss << "the hop field's hops must be in [1, " << kMaxFieldHops << "], got " << field_hops;
+  else if (is_hop_field() && gnn_input % (field_hops + 1) != 0)
+    ss << "a hop_field encoder's gnn_input is its " << field_hops + 1 << " hops' features side by side, and "
+       << gnn_input << " is not a multiple of " << field_hops + 1;
+  else if (is_hop_field() && gnn_output != gnn_input / (field_hops + 1) + field_hops + 1)
+    ss << "a hop_field encoder's gnn_output is one hop's width + its " << field_hops + 1 << " hops ("
+       << gnn_input / (field_hops + 1) + field_hops + 1 << "), got " << gnn_output;
+  else if (is_hop_field()) return "";
   else if (is_llaga() && (llaga_hops <= 0 || llaga_fanout <= 0))
     ss << "llaga's hops and fanout must be positive, got " << llaga_hops << " and " << llaga_fanout;
   else if (is_llaga() && template_slots() == 0)
@@ -59,6 +89,11 @@ GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
   if (cfg.is_llaga()) {
     const int64_t n = cfg.template_slots();
     structure_ = add_named_param(*this, "structure_embedding", mk({n, n}));
+    init_weights(0);
+    return;
+  }
+  if (cfg.is_hop_field()) {
+    hop_embedding_ = add_named_param(*this, "hop_embedding", mk({cfg.field_hops + 1, cfg.field_hops + 1}));
     init_weights(0);
     return;
   }
@@ -97,6 +132,10 @@ void GraphEncoderImpl::init_weights(uint64_t seed) {
   };
   if (cfg_.is_llaga()) {  // nothing drawn: the embedding is the tree's
     structure_.copy_(template_tree_embedding(cfg_.llaga_hops, cfg_.llaga_fanout));
+    return;
+  }
+  if (cfg_.is_hop_field()) {
+    hop_embedding_.copy_(torch::eye(cfg_.field_hops + 1));
     return;
   }
   if (cfg_.is_gcn()) {
@@ -142,6 +181,10 @@ void GraphEncoderImpl::load_file(const std::string& path, const std::string& pre
 }
 
 std::map<std::string, std::string> GraphEncoderImpl::file_metadata() const {
+  if (cfg_.is_hop_field())
+    return {{"graph_encoder_type", "hop_field"},
+            {"gnn_input", std::to_string(cfg_.gnn_input)},
+            {"hop_field_hops", std::to_string(cfg_.field_hops)}};
   if (!cfg_.is_llaga()) return {};  // GraphGPT's kinds are told by their tensors' names
   return {{"graph_encoder_type", "llaga"},
           {"gnn_input", std::to_string(cfg_.gnn_input)},
@@ -266,17 +309,32 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
                                         std::optional<uint64_t> dropout_seed) {
   const auto [x, ei] = checked_inputs(x_in, edge_index, edges_checked);
   if (cfg_.is_llaga()) return forward_llaga(x, ei);
+  if (cfg_.is_hop_field()) return forward_hop_field(x);
   return cfg_.is_gcn() ? forward_gcn(x, ei, dropout_seed) : forward_gt(x, ei, dropout_seed);
 }
 
+void GraphEncoderImpl::check_template_nodes(int64_t n) const {
+  if (n == cfg_.template_nodes()) return;
+  const std::string reads = cfg_.is_llaga() ? "the llaga encoder reads LLaGA's trees of " + std::to_string(cfg_.template_nodes()) +
+                                                  " slots (hops " + std::to_string(cfg_.llaga_hops) + ", fanout " +
+                                                  std::to_string(cfg_.llaga_fanout) + ")"
+                                            : "the hop_field encoder reads its centre once a hop, " +
+                                                  std::to_string(cfg_.template_nodes()) + " times (hops " +
+                                                  std::to_string(cfg_.field_hops) + ")";
+  fail("graph encoder input", "a graph of " + std::to_string(n) + " nodes; " + reads + ": " + cfg_.template_records_hint());
+}
+
+torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x) const {
+  const int64_t n = x.size(0);
+  check_template_nodes(n);
+  // Row k's block k: [n, n, F] -> its diagonal over the first two dimensions, [F, n] -> [n, F].
+  const torch::Tensor own_hop = x.view({n, n, x.size(1) / n}).diagonal(0, 0, 1).t();
+  return torch::cat({own_hop, hop_embedding_.to(x.scalar_type())}, 1);
+}
+
 torch::Tensor GraphEncoderImpl::forward_llaga(const torch::Tensor& x, const torch::Tensor& ei) const {
-  const int64_t n = x.size(0), slots = cfg_.template_slots();
-  if (n != slots)
-    fail("graph encoder input",
-         "a graph of " + std::to_string(n) + " nodes; the llaga encoder reads LLaGA's trees of " + std::to_string(slots) +
-             " slots (hops " + std::to_string(cfg_.llaga_hops) + ", fanout " + std::to_string(cfg_.llaga_fanout) +
-             "): build the records with graphtune data build --template llaga --hops " + std::to_string(cfg_.llaga_hops) +
-             " --fanout " + std::to_string(cfg_.llaga_fanout));
+  const int64_t n = x.size(0);
+  check_template_nodes(n);
   // A pad slot is one no edge touches; the centre is real on its own.
   auto real = torch::zeros({n}, x.options()).index_fill_(0, ei.flatten(), 1.0).index_fill_(0, torch::zeros({1}, ei.options()), 1.0);
   return torch::cat({x * real.unsqueeze(1), structure_.to(x.scalar_type())}, 1);
@@ -299,7 +357,8 @@ GraphEncoderImpl::EdgeShare GraphEncoderImpl::edge_share(const torch::Tensor& ed
 }
 
 torch::Tensor GraphEncoderImpl::forward_split(const torch::Tensor& x_in, const EdgeShare& mine, const SumOverRanks& sum) {
-  if (cfg_.is_llaga()) fail("graph encoder", "the llaga encoder reads record trees; it does not run on a whole graph split over ranks");
+  if (cfg_.is_template())
+    fail("graph encoder", "the " + cfg_.gnn_type + " encoder reads LLaGA's records; it does not run on a whole graph split over ranks");
   const auto [x, ei] = checked_inputs(x_in, mine.edge_index, false);
   if (cfg_.is_gcn()) return forward_gcn(x, ei, std::nullopt, &sum, std::make_pair(mine.first, mine.last));
   return forward_gt(x, ei, std::nullopt, &sum);

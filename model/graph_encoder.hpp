@@ -46,6 +46,15 @@
 // embedding is the well-posed one. Eigenvalues repeat in so symmetric a tree, so the basis of
 // each eigenspace is LAPACK's choice: the embedding is written into the encoder's file (with
 // hops, fanout and gnn_input in the safetensors metadata) and read back, never recomputed.
+//
+// "hop_field" is LLaGA's hop-field overview: no GNN either. A record's graph is the centre K + 1
+// times (graphtune data build --template hop_field --hops K) and its features are the hop field
+// of the whole graph, [X, AX, ..., A^K X] side by side (loader/hop_field.hpp; A is the GCN's
+// normalised adjacency), so gnn_input = (K + 1) F for F-wide node features. Token k is hop k's
+// block of its row beside a one-hot of k, which says which hop it is:
+//   out[k] = [x[k, kF:(k + 1)F], hop_embedding[k]]             gnn_output = F + K + 1
+// hop_embedding [K + 1, K + 1] is the identity, a fixed tensor as llaga's embedding is, so the
+// file says the kind by its tensor and K and F by its metadata.
 #include <torch/types.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -63,7 +72,7 @@
 namespace gt {
 
 struct GraphEncoderConfig {
-  std::string gnn_type = "gt";  // "gt" (graph transformer), "gcn" or "llaga"
+  std::string gnn_type = "gt";  // "gt" (graph transformer), "gcn", "llaga" or "hop_field"
   int64_t gnn_input = 128;
   int64_t gnn_hid = 128;  // gcn: its hidden width
   int64_t att_d_model = 128;
@@ -74,10 +83,20 @@ struct GraphEncoderConfig {
   bool if_pos = false;   // GraphGPT's clip_gt checkpoints run without the positional row
   double dropout = 0.1;  // gt: after W_P; gcn: on its input and its hidden layer; training mode only
   int64_t llaga_hops = 2, llaga_fanout = 10;  // llaga: its tree (LLaGA's k_hop, sample_neighbor_size)
+  int64_t field_hops = 4;                      // hop_field: K, the hops beyond the centre's own features
   bool is_gcn() const { return gnn_type == "gcn"; }
   bool is_llaga() const { return gnn_type == "llaga"; }
+  bool is_hop_field() const { return gnn_type == "hop_field"; }
+  // LLaGA's two templates: graphs of one fixed size, tokens made of the features and a fixed
+  // tensor, nothing to train or ground.
+  bool is_template() const { return is_llaga() || is_hop_field(); }
   // llaga: the tree's slots, 1 + fanout + ... + fanout^hops (0 when that passes kMaxTemplateSlots).
   int64_t template_slots() const;
+  // The nodes of every graph a template encoder reads: llaga's slots, hop_field's K + 1 (0 for
+  // GraphGPT's encoders, whose graphs vary).
+  int64_t template_nodes() const;
+  // What makes the records a template encoder reads: "graphtune data build --template ...".
+  std::string template_records_hint() const;
   std::string problem() const;  // "" when consistent, else what is wrong
 };
 
@@ -86,6 +105,8 @@ GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t
 // The tree's Laplacian embedding [slots, slots] float32: column k the eigenvector of the k-th
 // smallest eigenvalue, its sign such that its first entry above 1e-6 in magnitude is positive.
 torch::Tensor template_tree_embedding(int64_t hops, int64_t fanout);
+// A hop_field encoder's config: node features of width feature_width, K = hops.
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops);
 
 class GraphEncoderImpl : public torch::nn::Module {
  public:
@@ -165,8 +186,11 @@ class GraphEncoderImpl : public torch::nn::Module {
                             std::optional<uint64_t> dropout_seed, const SumOverRanks* sum = nullptr,
                             std::optional<std::pair<int64_t, int64_t>> loops = std::nullopt);
   torch::Tensor forward_llaga(const torch::Tensor& x, const torch::Tensor& edge_index) const;
+  torch::Tensor forward_hop_field(const torch::Tensor& x) const;
+  // n nodes where the template encoder reads template_nodes(): InputError saying what to build.
+  void check_template_nodes(int64_t n) const;
   const torch::Tensor& first_weight() const {
-    return cfg_.is_gcn() ? gcn_w_[0] : cfg_.is_llaga() ? structure_ : w_p_w_;
+    return cfg_.is_gcn() ? gcn_w_[0] : cfg_.is_llaga() ? structure_ : cfg_.is_hop_field() ? hop_embedding_ : w_p_w_;
   }
 
   GraphEncoderConfig cfg_;
@@ -174,6 +198,7 @@ class GraphEncoderImpl : public torch::nn::Module {
   std::vector<torch::Tensor> q_, k_, v_, norm_w_, norm_b_;     // gt
   std::vector<torch::Tensor> gcn_w_, gcn_b_;                   // gcn: vars.0 / vars.2, vars.1 / vars.3
   torch::Tensor structure_;                                    // llaga: structure_embedding
+  torch::Tensor hop_embedding_;                                // hop_field
 };
 TORCH_MODULE(GraphEncoder);
 

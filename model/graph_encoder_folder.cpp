@@ -80,12 +80,14 @@ GraphEncoderConfig config_of_weights(const std::map<std::string, torch::Tensor>&
   return c;
 }
 
-// A llaga encoder's file: its kind and shape are in the safetensors metadata graphtune writes
-// (model/graph_encoder.hpp); the tensor alone cannot tell the feature width.
-GraphEncoderConfig llaga_config_of_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
+// A template encoder's file (llaga, hop_field): its kind and shape are in the safetensors
+// metadata graphtune writes (model/graph_encoder.hpp); the tensor alone cannot tell the feature
+// width.
+GraphEncoderConfig template_config_of_metadata(const std::map<std::string, std::string>& meta, const std::string& path) {
+  const std::string kind = meta.at("graph_encoder_type");
   auto number = [&](const char* key) -> int64_t {
     auto it = meta.find(key);
-    if (it == meta.end()) fail(path, std::string("a llaga encoder file without '") + key + "' in its metadata");
+    if (it == meta.end()) fail(path, "a " + kind + " encoder file without '" + key + "' in its metadata");
     try {
       size_t used = 0;
       const int64_t v = std::stoll(it->second, &used);
@@ -94,7 +96,14 @@ GraphEncoderConfig llaga_config_of_metadata(const std::map<std::string, std::str
     }
     fail(path, std::string("metadata '") + key + "' must be a positive whole number, got \"" + it->second + "\"");
   };
-  GraphEncoderConfig c = llaga_encoder_config(number("gnn_input"), number("llaga_hops"), number("llaga_fanout"));
+  GraphEncoderConfig c;
+  if (kind == "llaga") {
+    c = llaga_encoder_config(number("gnn_input"), number("llaga_hops"), number("llaga_fanout"));
+  } else {
+    const int64_t hops = number("hop_field_hops"), width = number("gnn_input");
+    c = hop_field_encoder_config(width / (hops + 1), hops);
+    c.gnn_input = width;  // as written, so a width that is no multiple of the hops is named below
+  }
   if (const std::string p = c.problem(); !p.empty()) fail(path, p);
   return c;
 }
@@ -126,7 +135,7 @@ GraphEncoderConfig read_graph_encoder_config(const std::string& path) {
 
 std::string write_graphgpt_graph_tower(const GraphEncoderImpl& encoder, const std::string& parent) {
   const GraphEncoderConfig& c = encoder.config();
-  if (c.is_llaga()) fail(parent, "a llaga encoder is not one of GraphGPT's graph towers");
+  if (c.is_template()) fail(parent, "a " + c.gnn_type + " encoder is not one of GraphGPT's graph towers");
   const std::string name = c.is_gcn() ? "clip_gcn_arxiv" : "clip_gt_arxiv_pub";
   const std::string dir = join_path(parent, name);
   make_dirs(dir);
@@ -160,14 +169,17 @@ GraphEncoder open_graph_encoder(const std::string& path, const std::string& pref
     } else {
       weights = load_torch_state_dict(path);
     }
-    if (auto it = meta.find("graph_encoder_type"); it != meta.end() && it->second == "llaga") {
-      GraphEncoder encoder(llaga_config_of_metadata(meta, path));
+    if (auto it = meta.find("graph_encoder_type"); it != meta.end() && (it->second == "llaga" || it->second == "hop_field")) {
+      GraphEncoder encoder(template_config_of_metadata(meta, path));
       encoder->load_weights(weights, path, prefix);
       return encoder;
     }
     if (weights.count(prefix + "structure_embedding"))
       fail(path, "holds a llaga encoder's structure_embedding without graphtune's metadata (graph_encoder_type, gnn_input, "
                  "llaga_hops, llaga_fanout): give the .safetensors file graphtune wrote");
+    if (weights.count(prefix + "hop_embedding"))
+      fail(path, "holds a hop_field encoder's hop_embedding without graphtune's metadata (graph_encoder_type, gnn_input, "
+                 "hop_field_hops): give the .safetensors file graphtune wrote");
     GraphEncoderConfig c = config_of_weights(weights, prefix);
     if (!c.problem().empty()) c = GraphEncoderConfig();  // load_weights names what does not fit
     GraphEncoder encoder(c);

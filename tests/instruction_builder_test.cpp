@@ -532,7 +532,7 @@ TEST(LlagaTemplate, RefusalsNameTheFlagBeforeAnyGraph) {
   o = llaga_opts(2, 10);
   o.record_template = "graphsage";
   EXPECT_NE(err(o).find("--template"), std::string::npos) << err(o);
-  EXPECT_NE(err(o).find("graphgpt or llaga"), std::string::npos) << err(o);
+  EXPECT_NE(err(o).find("graphgpt, llaga or hop_field"), std::string::npos) << err(o);
   o = llaga_opts(0, 10);
   EXPECT_NE(err(o).find("--hops"), std::string::npos) << err(o);
   o = llaga_opts(3, 20);  // 1 + 20 + 400 + 8000
@@ -554,6 +554,37 @@ TEST(LlagaTemplate, RefusalsNameTheFlagBeforeAnyGraph) {
             std::string::npos);
   EXPECT_NE(gt::test::input_error_of([&] { gt::sample_template_tree(hand_graph(), 0, 3, 20, rng); }).find("4096"),
             std::string::npos);
+}
+
+// LLaGA's hop-field overview: the record's graph is its centre once a hop, nothing drawn.
+TEST(HopFieldTemplate, RecordsAreTheCentreOnceAHopAndRefusalsNameTheFlag) {
+  InstructionBuildOptions o = opts(InstructionTask::kNodeClassification, SplitPart::kTrain);
+  o.record_template = "hop_field";
+  o.hops = 4;
+  const auto recs = gt::build_instructions(hand_graph(), o);
+  ASSERT_FALSE(recs.empty());
+  auto plain = opts(InstructionTask::kNodeClassification, SplitPart::kTrain);
+  const auto same_papers = gt::build_instructions(hand_graph(), plain);
+  ASSERT_EQ(recs.size(), same_papers.size());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const auto& g = recs[i].graphs.at(0);
+    EXPECT_EQ(recs[i].id, same_papers[i].id) << "the same papers, in the same order, as GraphGPT's records";
+    EXPECT_EQ(g.node_list, std::vector<int64_t>(5, g.node_list.at(0))) << recs[i].id;
+    EXPECT_TRUE(g.edge_index[0].empty() && g.edge_index[1].empty()) << recs[i].id;
+  }
+  auto err = [](InstructionBuildOptions b) { return gt::test::input_error_of([&] { gt::validate(b); }); };
+  EXPECT_EQ(err(o), "(no error)");
+  o.task = InstructionTask::kLinkPrediction;
+  EXPECT_NE(err(o).find("--template: not supported yet: --template hop_field builds node_classification"), std::string::npos)
+      << err(o);
+  o.task = InstructionTask::kNodeClassification;
+  o.hops = 0;
+  EXPECT_NE(err(o).find("--hops: must be in [1, 32] with --template hop_field, got 0"), std::string::npos) << err(o);
+  o.hops = 33;
+  EXPECT_NE(err(o).find("got 33"), std::string::npos) << err(o);
+  o.hops = 4;
+  o.max_nodes = 3;
+  EXPECT_NE(err(o).find("--max-nodes: must be 0 with --template hop_field"), std::string::npos) << err(o);
 }
 
 TEST(CoraMl, LoadsTheSharedAsset) {

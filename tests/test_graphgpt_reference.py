@@ -10,7 +10,8 @@ must agree within 1e-4 (fp32), for
 Each batch has two rows of different lengths (right padding) and one graph per row.
 And LLaGA's graph tokens on (b): node classification records of its neighbour trees (data build
 --template llaga, 2 hops, fanout 3: 13 slots, trees with pads), the llaga encoder (features
-beside the tree's Laplacian embedding), stage task.
+beside the tree's Laplacian embedding), stage task; and its hop fields (--template hop_field,
+3 hops), whose rows must also be PyTorch Geometric's propagation of the graph's features.
 
 Environment (set by ctest): GRAPHTUNE_GRAPHGPT_REF_DRIVER, GRAPHTUNE_BIN, GRAPHTUNE_ASSETS,
 GRAPHTUNE_SOURCE_DIR. Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
@@ -161,7 +162,35 @@ def main():
         json.dump(padded, open(trees, "w"))
         compare(tmp, "llaga-512x8", bench, trees, 1024, stage="task",
                 model_extra='graph_encoder_type = "llaga"\nllaga_hops = 2\nllaga_fanout = 3')
+        fields = os.path.join(tmp, "fields.json")
+        run(launcher, "data", "build", "--graph", "embedded", "--task", "node_classification", "--split", "train",
+            "--template", "hop_field", "--hops", "3", "--max-records", "4", "--out", fields)
+        compare(tmp, "hop_field-512x8", bench, fields, 1024, stage="task",
+                model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3')
+        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field-512x8"), 3)
     finish()
+
+
+def check_hop_field(tmp, records, out, hops):
+    """The rows graphtune's hop_field encoder read are PyTorch Geometric's propagation of the
+    graph's features (gcn_norm over the citations either way), 0..hops steps side by side."""
+    import numpy as np
+    folder = os.path.join(tmp, "embedded-folder")
+    run(launcher, "data", "convert", "--graph", "embedded", "--out", folder)
+    x = torch.from_numpy(np.load(os.path.join(folder, "features.npy")))
+    edges = [tuple(map(int, line.split("\t")[:2])) for line in open(os.path.join(folder, "edges.tsv")).read().splitlines()[1:]]
+    from torch_geometric.utils import to_undirected
+    ei = to_undirected(torch.tensor(edges, dtype=torch.long).t(), num_nodes=x.shape[0])  # each pair once a way
+    field = graphgpt_reference.HopField({"hop_embedding": torch.eye(hops + 1)}).field_of(x, ei)
+    dump = dumped(out)
+    centres = [r["graph"]["node_idx"] for r in json.load(open(records))]
+    worst, graphs = 0.0, 0
+    while f"graph.{graphs}.x" in dump:
+        rows = dump[f"graph.{graphs}.x"]
+        worst = max(worst, min((rows - field[c]).abs().max().item() for c in centres))
+        graphs += 1
+    check("hop_field: each graph's rows are its centre's field (PyG's gcn_norm), within 1e-5",
+          graphs > 0 and worst <= 1e-5 * max(1.0, field.abs().max().item()), f"{graphs} graphs, max difference {worst:.3e}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "common/fs.hpp"
 #include "data/cora_ml.hpp"
 #include "loader/feature_table_io.hpp"
+#include "loader/hop_field.hpp"
 #include "loader/job_records.hpp"
 #include "model/graph_encoder.hpp"
 #include "model/graph_encoder_folder.hpp"
@@ -75,19 +76,26 @@ void load_projector_checkpoint(GraphGpt& model, const std::string& folder) {
   }
 }
 
-// A llaga encoder reads every graph as its tree; a record of GraphGPT's subgraphs is refused
-// here, naming it, rather than at the batch that holds it.
-void check_records_are_trees(const std::vector<InstructionRecord>& records, const GraphEncoderConfig& c,
-                             const std::string& file) {
-  const int64_t slots = c.template_slots();
+// A template encoder reads graphs of one size (llaga: its tree; hop_field: the centre once a hop);
+// a record of any other shape is refused here, naming it, rather than at the batch that holds it.
+void check_records_fit_template(const std::vector<InstructionRecord>& records, const GraphEncoderConfig& c,
+                                const std::string& file) {
+  const int64_t nodes = c.template_nodes();
+  const std::string reads = c.is_llaga() ? "the llaga encoder reads LLaGA's trees of " + std::to_string(nodes) + " slots (hops " +
+                                               std::to_string(c.llaga_hops) + ", fanout " + std::to_string(c.llaga_fanout) + ")"
+                                         : "the hop_field encoder reads its centre once a hop, " + std::to_string(nodes) +
+                                               " times (hops " + std::to_string(c.field_hops) + ")";
   for (const InstructionRecord& r : records)
-    for (const GraphRef& g : r.graphs)
-      if (static_cast<int64_t>(g.node_list.size()) != slots)
-        fail(file, "record id \"" + r.id + "\": graph.node_list has " + std::to_string(g.node_list.size()) +
-                       " nodes; the llaga encoder reads LLaGA's trees of " + std::to_string(slots) + " slots (hops " +
-                       std::to_string(c.llaga_hops) + ", fanout " + std::to_string(c.llaga_fanout) +
-                       "): build the records with graphtune data build --template llaga --hops " +
-                       std::to_string(c.llaga_hops) + " --fanout " + std::to_string(c.llaga_fanout));
+    for (const GraphRef& g : r.graphs) {
+      if (static_cast<int64_t>(g.node_list.size()) != nodes)
+        fail(file, "record id \"" + r.id + "\": graph.node_list has " + std::to_string(g.node_list.size()) + " nodes; " +
+                       reads + ": " + c.template_records_hint());
+      if (!c.is_hop_field()) continue;
+      for (int64_t v : g.node_list)
+        if (v != g.node_list[0])
+          fail(file, "record id \"" + r.id + "\": graph.node_list holds node " + std::to_string(v) + " beside its centre " +
+                         std::to_string(g.node_list[0]) + "; " + reads + ": " + c.template_records_hint());
+    }
 }
 
 std::string sibling(const std::string& file, const std::string& name) {
@@ -115,7 +123,10 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
   if (!cfg.model.graph_encoder.empty() && !path_exists(cfg.model.graph_encoder))
     fail(cfg.model.graph_encoder, "cannot open (missing or unreadable)");
 
-  s.features = cfg.data.features.empty() ? feature_table_from_graph(load_graph(cfg.data.graph)) : load_feature_table(cfg.data.features);
+  // A hop_field encoder's table is computed from the graph's citations once its hops are known.
+  std::optional<TextGraph> graph;
+  if (cfg.data.features.empty()) graph = load_graph(cfg.data.graph);
+  s.features = graph ? feature_table_from_graph(*graph) : load_feature_table(cfg.data.features);
   if (records) check_records_against_features(*records, s.features, cfg.data);
 
   GraphEncoder encoder{nullptr};
@@ -124,22 +135,33 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     fresh.gnn_type = cfg.model.graph_encoder_type;
     if (!s.features.x.empty()) fresh.gnn_input = s.features.x.begin()->second.size(1);
     if (fresh.is_llaga()) fresh = llaga_encoder_config(fresh.gnn_input, cfg.model.llaga_hops, cfg.model.llaga_fanout);
+    if (fresh.is_hop_field()) fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops);
     encoder = GraphEncoder(fresh);
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
-  if (encoder->config().is_llaga()) {
+  const GraphEncoderConfig& ec = encoder->config();
+  if (ec.is_template()) {
     if (cfg.training.trains_encoder())
-      fail(cfg.where("training", "trainable"), "the llaga encoder has no weights to train (its tokens are the node "
-                                                "features and the tree's fixed embedding): use graphgpt or projector+lora");
-    if (records) check_records_are_trees(*records, encoder->config(), cfg.data.instructions);
+      fail(cfg.where("training", "trainable"), "the " + ec.gnn_type + " encoder has no weights to train (its tokens are the "
+                                                "node features and a fixed tensor): use graphgpt or projector+lora");
+    if (records) check_records_fit_template(*records, ec, cfg.data.instructions);
+  }
+  if (ec.is_hop_field()) {
+    if (!graph)
+      fail(cfg.where("data", "features"), "not supported yet: the hop_field encoder propagates the features over the graph's "
+                                          "citations, and a features file has none; give the graph as [data].graph instead");
+    s.features = hop_field_table(*graph, ec.field_hops);
   }
   for (const auto& [name, x] : s.features.x)
-    if (x.size(1) != encoder->config().gnn_input)
+    if (x.size(1) != ec.gnn_input)
       fail(cfg.data.features.empty() ? cfg.data.graph : cfg.data.features,
-           "dataset '" + name + "' has " + std::to_string(x.size(1)) + "-wide node features, the graph encoder takes " +
-               std::to_string(encoder->config().gnn_input));
+           "dataset '" + name + "' has " +
+               (ec.is_hop_field() ? std::to_string(x.size(1) / (ec.field_hops + 1)) + "-wide node features (" +
+                                        std::to_string(x.size(1)) + " over " + std::to_string(ec.field_hops + 1) + " hops)"
+                                  : std::to_string(x.size(1)) + "-wide node features") +
+               ", the graph encoder takes " + std::to_string(ec.gnn_input));
 
   // Every file is read or checked before the stage is chosen (which may form the ranks'
   // groups): a bad one is every rank's error, said once.

@@ -107,11 +107,12 @@ int run_grounding_phase(const JobConfig& cfg, const World& world, const c10::Dev
                              "' has no node titles or texts to ground the encoder in; give it labelled records "
                              "([data].instructions, node classification)");
 
-  auto no_llaga = [&] {
+  auto no_template = [&](const std::string& kind) {
     fail(cfg.where("model", cfg.model.graph_encoder.empty() ? "graph_encoder_type" : "graph_encoder"),
-         "the llaga encoder has no weights to ground (LLaGA trains only its projector, in the task stage)");
+         "the " + kind + " encoder has no weights to ground (LLaGA trains only its projector, in the task stage)");
   };
-  if (cfg.model.graph_encoder.empty() && cfg.model.graph_encoder_type == "llaga") no_llaga();
+  const std::string& fresh_kind = cfg.model.graph_encoder_type;
+  if (cfg.model.graph_encoder.empty() && (fresh_kind == "llaga" || fresh_kind == "hop_field")) no_template(fresh_kind);
   GraphEncoder encoder{nullptr};
   if (cfg.model.graph_encoder.empty()) {
     GraphEncoderConfig fresh;  // GraphGPT's shape, taking the graph's features as they are
@@ -122,7 +123,7 @@ int run_grounding_phase(const JobConfig& cfg, const World& world, const c10::Dev
   } else {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
   }
-  if (encoder->config().is_llaga()) no_llaga();
+  if (encoder->config().is_template()) no_template(encoder->config().gnn_type);
   encoder->to(device);  // the graph's features and the text encoder follow it
   // In training mode throughout, the grounding takes [model].encoder_dropout where it is set,
   // else the encoder's own (0.1 for a fresh one, as GraphGPT's).

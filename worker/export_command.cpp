@@ -148,6 +148,8 @@ JobConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) 
   cfg.model.graph_encoder_type = config_value(index, "model.graph_encoder_type", "gt");  // a fresh encoder's
   cfg.model.llaga_hops = std::stoll(config_value(index, "model.llaga_hops", std::to_string(cfg.model.llaga_hops)));
   cfg.model.llaga_fanout = std::stoll(config_value(index, "model.llaga_fanout", std::to_string(cfg.model.llaga_fanout)));
+  cfg.model.hop_field_hops =
+      std::stoll(config_value(index, "model.hop_field_hops", std::to_string(cfg.model.hop_field_hops)));
   cfg.data.graph = config_value(index, "data.graph", cfg.data.graph);
   cfg.data.features = config_value(index, "data.features", "");
   cfg.data.max_len = std::stoll(config_value(index, "data.max_len", std::to_string(cfg.data.max_len)));

@@ -124,11 +124,49 @@ class Llaga(torch.nn.Module):
         return torch.cat([x_centre.to(torch.float32), self.pe[0]])
 
 
+class HopField(torch.nn.Module):
+    """LLaGA's hop-field overview: no GNN. A record's graph is its centre once a hop; token k is the
+    centre's features after k steps of the GCN's propagation over the whole graph (PyTorch
+    Geometric's gcn_norm: self-loops, D^-1/2 (A + I) D^-1/2), beside a one-hot of k
+    (hop_embedding, read from the file as graphtune wrote it)."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.register_buffer("hops", weights["hop_embedding"].to(torch.float32))
+
+    @torch.no_grad()
+    def forward(self, x, edge_index):
+        """x: the record's K + 1 rows of the field (its centre's, once a hop); token k is row k's
+        hop k beside the k-th one-hot row."""
+        n = self.hops.shape[0]
+        if x.shape[0] != n:
+            raise ValueError(f"a graph of {x.shape[0]} nodes; this hop_field encoder reads its centre {n} times")
+        width = x.shape[1] // n
+        own = torch.stack([x[k, k * width:(k + 1) * width] for k in range(n)]).to(torch.float32)
+        return torch.cat([own, self.hops], 1)
+
+    @torch.no_grad()
+    def field_of(self, x, edge_index):
+        """[N, (K + 1) F]: every node's features after 0..K propagation steps, side by side (the
+        table graphtune's hop_field encoder reads; its one-hot part is the same for every node)."""
+        from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+        n = x.shape[0]
+        ei, w = gcn_norm(edge_index, num_nodes=n, add_self_loops=True)
+        out = [x.to(torch.float64)]
+        for _ in range(self.hops.shape[0] - 1):
+            h = out[-1]
+            out.append(torch.zeros_like(h).index_add_(0, ei[1], h[ei[0]] * w.to(torch.float64).unsqueeze(1)))
+        return torch.cat(out, 1).to(torch.float32)
+
+
 def graph_encoder(weights, heads=8):
-    """The encoder a state dict holds: GraphGPT's GCN (vars.*), LLaGA's template
-    (structure_embedding) or GraphGPT's graph transformer."""
+    """The encoder a state dict holds: GraphGPT's GCN (vars.*), LLaGA's templates
+    (structure_embedding, hop_embedding) or GraphGPT's graph transformer."""
     if "structure_embedding" in weights:
         return Llaga(weights)
+    if "hop_embedding" in weights:
+        return HopField(weights)
     return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
 
 

@@ -1,0 +1,27 @@
+#pragma once
+// LLaGA's hop-field overview of a graph (Chen et al., ICML 2024): each node's features after 0, 1,
+// ..., K steps of the GCN's propagation over the whole graph, side by side. It is the feature
+// table of the hop_field encoder (model/graph_encoder.hpp), which reads a record's centre once a
+// hop and takes hop k's block as token k. The same features as SGC's and SIGN's, where a linear
+// reader of them is known to reach a GCN's level.
+#include <torch/types.h>
+
+#include <cstdint>
+
+#include "loader/feature_table.hpp"
+
+namespace gt {
+
+struct TextGraph;
+
+// [X, AX, ..., A^K X] [num_nodes, (K + 1) feature_dim] float32, A = D^-1/2 (U + I) D^-1/2 with U
+// the graph's citations either way (undirected_adj, each neighbour once) and D its degrees plus
+// one: Kipf and Welling's normalisation, PyTorch Geometric's gcn_norm. Computed in float64 (the
+// hops accumulate) and rounded once; threads only split the nodes, so the bytes do not depend on
+// them. InputError for K outside [1, kMaxFieldHops].
+torch::Tensor hop_field(const TextGraph& g, int64_t hops);
+
+// The graph's hop field under its name: the feature table a hop_field encoder reads.
+FeatureTable hop_field_table(const TextGraph& g, int64_t hops);
+
+}  // namespace gt

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# LLaGA's hop-field overview in graphtune's runner: records of the centre once a hop (data build
+# --template hop_field), the hop_field encoder (no GNN: token k is the centre's features after k
+# propagation steps over the whole graph, beside a one-hot of k), stage 2 training the projector
+# and LoRA from a fresh projector. Parallel equals serial: dp 2, pp 2 (1F1B) and tp 2 equal one
+# process in their losses, gradient norms and trained tensors (rtol 1e-5). The encoder file it
+# writes reads back as hop_field for eval, and the same run resumes bit-exact. Then the
+# refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field encoder (naming
+# the record), a field of other hops, a features file (no citations to propagate over),
+# grounding it, training its (absent) weights, records of another task.
+source "$(dirname "$0")/lib.sh"
+need_mpirun 300
+train_fixture 4
+
+FIELD=(--graph embedded --task node_classification --template hop_field --hops 3)
+"$GT" data build "${FIELD[@]}" --split train --max-records 24 --out "$TMP/field.json" 2>"$TMP/build.err"
+"$GT" data build "${FIELD[@]}" --split test --max-records 6 --out "$TMP/field_test.json" 2>/dev/null
+"$GT" data build --graph embedded --task node_classification --split train --max-nodes 3 --max-records 8 \
+  --out "$TMP/nc.json" 2>/dev/null
+check "the hop-field records exist" test -s "$TMP/field.json" -a -s "$TMP/field_test.json"
+check "data build says their shape" grep -q "hop fields of 3 hops (4 graph tokens each)" "$TMP/build.err"
+check "each record's graph is its centre 4 times, no edges" "$PY" -c "
+import json, sys
+for r in json.load(open('$TMP/field.json')):
+    g = r['graph']
+    assert g['node_list'] == [g['node_idx']] * 4 and g['edge_index'] == [[], []], r['id']
+"
+
+HOPF=(--model.path "$TMP/base/model" --training.stage task --data.instructions "$TMP/field.json" --data.graph embedded
+      --model.graph_encoder_type hop_field --model.hop_field_hops 3
+      --training.trainable projector+lora --lora.rank 4
+      --data.max_len 1024 --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1
+      --training.threads 1 --optimizer.lr 1e-2 --training.max_grad_norm 2e-5)
+run hf_ref 1 "${HOPF[@]}"
+check "stage 2 with the hop_field encoder, one process" test -s "$TMP/hf_ref/graph_projector.bin"
+check "its projector reads one hop of the features beside 4 hop indicators (128 + 4 wide)" "$PY" -c "
+import sys
+from safetensors.numpy import load_file
+w = load_file('$TMP/hf_ref/graph_projector.safetensors')['model.graph_projector.weight']
+e = load_file('$TMP/hf_ref/graph_encoder.safetensors')['hop_embedding']
+sys.exit(0 if e.shape == (4, 4) and w.shape[1] == 132 else 1)"
+against_serial hf "graph_projector.safetensors adapter/adapter_model.safetensors" HOPF \
+  "dp2 2 --parallelism.dp 2" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2"
+
+# eval reads the encoder file the stage wrote (hop_field by its metadata) with the projector and adapter.
+"$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/hf_ref/graph_encoder.safetensors" \
+  --model.projector "$TMP/hf_ref/graph_projector.bin" --model.adapter "$TMP/hf_ref/adapter" --data.graph embedded \
+  --data.instructions "$TMP/field_test.json" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/ev" \
+  >/dev/null 2>"$TMP/ev.err"
+check "eval of the hop_field run answers every test record" "$PY" -c "
+import json, sys
+rows = [json.loads(l) for l in open('$TMP/ev/predictions.jsonl')]
+sys.exit(0 if len(rows) == 6 else 1)"
+
+# Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
+run hf_ck 1 "${HOPF[@]}" --checkpoint.every 2
+mkdir -p "$TMP/hf_resumed/checkpoints" && cp -r "$TMP/hf_ck/checkpoints/step_00000002" "$TMP/hf_resumed/checkpoints/"
+run hf_resumed 1 "${HOPF[@]}" --checkpoint.every 2 --resume latest
+check "resumed at step 2" grep -q "resumed from .*step_00000002 at step 2" "$TMP/hf_resumed.err"
+check "resumed, the same projector and adapter" "$PY" -c "
+import numpy as np
+from safetensors.numpy import load_file
+for f in ['graph_projector.safetensors', 'adapter/adapter_model.safetensors']:
+    a, b = load_file('$TMP/hf_ck/' + f), load_file('$TMP/hf_resumed/' + f)
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a), f
+"
+expect_fail "a resume with other hops" 'saved with model.hop_field_hops = "3"' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_hops 2 --checkpoint.every 2 --resume latest \
+  --job.out_dir "$TMP/hf_resumed"
+
+expect_fail "GraphGPT's subgraphs under a hop_field encoder" 'graph.node_list has 3 nodes; the hop_field encoder reads its centre once a hop, 4 times (hops 3)' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --data.instructions "$TMP/nc.json" --job.out_dir "$TMP/x1"
+expect_fail "a field of other hops" '4 nodes; the hop_field encoder reads its centre once a hop, 3 times (hops 2): build the records with graphtune data build --template hop_field --hops 2' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_hops 2 --job.out_dir "$TMP/x2"
+expect_fail "the hop_field encoder has no weights to train" "[training].trainable" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --training.trainable graphgpt+encoder --job.out_dir "$TMP/x3"
+expect_fail "nor to ground" "the hop_field encoder has no weights to ground" -- \
+  "$W" train -c "$CFG" --training.stage grounding --data.graph embedded --model.graph_encoder_type hop_field \
+  --job.out_dir "$TMP/x4"
+expect_fail "more hops than 32" "hop_field_hops: must be at most 32" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_hops 40 --job.out_dir "$TMP/x5"
+"$PY" -c "
+import numpy as np
+from safetensors.numpy import save_file
+save_file({'synth.x': np.zeros((5000, 128), np.float32)}, '$TMP/features.safetensors')"
+expect_fail "a features file, which has no citations" "[data].features: not supported yet: the hop_field encoder propagates" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --data.features "$TMP/features.safetensors" --job.out_dir "$TMP/x7"
+expect_fail "link prediction records" "not supported yet: --template hop_field builds node_classification records" -- \
+  "$GT" data build --graph embedded --task link_prediction --template hop_field --out "$TMP/x6.json"
+finish

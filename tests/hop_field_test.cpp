@@ -1,0 +1,136 @@
+// LLaGA's hop-field overview: the table (each node's features after 0..K steps of the GCN's
+// propagation) against the same propagation as dense float64 matrices, thread counts giving the
+// same bytes; the encoder's tokens (hop k's block of row k beside a one-hot of k); the records'
+// graph; the shape refusals; and its file read back as hop_field.
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "data/graph_sampling.hpp"
+#include "data/synthetic_graph.hpp"
+#include "loader/hop_field.hpp"
+#include "model/graph_encoder.hpp"
+#include "model/graph_encoder_folder.hpp"
+#include "tests/input_error.hpp"
+#include "tests/temp_dir.hpp"
+#include "weights/safetensors.hpp"
+
+namespace {
+
+using gt::test::input_error_of;
+using gt::test::TempDir;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+gt::TextGraph small_graph() {
+  gt::SyntheticGraphParams p;
+  p.nodes = 300;
+  p.feature_dim = 16;
+  return gt::make_synthetic_graph(p);
+}
+
+TEST(HopField, IsTheGcnPropagationOfTheWholeGraph) {
+  const gt::TextGraph g = small_graph();
+  const int64_t n = g.num_nodes(), f = g.feature_dim, hops = 3;
+  // Dense, from the citation list rather than the adjacency the table reads.
+  auto a = torch::eye(n, torch::kFloat64);
+  for (auto [u, v] : g.edges) a[u][v] = a[v][u] = 1.0;
+  const auto d = a.sum(1).rsqrt();
+  const auto a_hat = d.unsqueeze(1) * a * d.unsqueeze(0);
+  auto x = torch::from_blob(const_cast<float*>(g.features.data()), {n, f}, torch::kFloat32).to(torch::kFloat64);
+  std::vector<torch::Tensor> want = {x};
+  for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
+
+  const torch::Tensor got = gt::hop_field(g, hops);
+  ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * f}));
+  EXPECT_EQ(got.scalar_type(), torch::kFloat32);
+  const auto expected = torch::cat(want, 1);
+  EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-6 * expected.abs().max().item<double>());
+  EXPECT_TRUE(got.slice(1, 0, f).equal(x.to(torch::kFloat32)));  // hop 0 is the features as they are
+
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const torch::Tensor serial = gt::hop_field(g, hops);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(serial.equal(got)) << "the bytes depend on the thread count";
+
+  const auto table = gt::hop_field_table(g, hops);
+  ASSERT_EQ(table.x.count(g.name), 1u);
+  EXPECT_TRUE(table.x.at(g.name).equal(got));
+  for (int64_t bad : {0, 33})
+    EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, bad); }), "hops must be in [1, 32]")) << bad;
+}
+
+TEST(HopField, RecordsHoldTheCentreOnceAHop) {
+  const gt::Subgraph s = gt::hop_field_graph(17, 4);
+  EXPECT_EQ(s.center, 17);
+  EXPECT_EQ(s.node_list, (std::vector<int32_t>(5, 17)));
+  EXPECT_TRUE(s.edge_index[0].empty() && s.edge_index[1].empty());
+  EXPECT_TRUE(contains(input_error_of([] { gt::hop_field_graph(3, 0); }), "hops must be in [1, 32], got 0"));
+}
+
+TEST(HopFieldEncoder, TokenKIsHopKBesideItsOneHot) {
+  const int64_t f = 5, hops = 3, n = hops + 1;
+  const gt::GraphEncoderConfig c = gt::hop_field_encoder_config(f, hops);
+  EXPECT_EQ(c.gnn_input, f * n);
+  EXPECT_EQ(c.gnn_output, f + n);
+  EXPECT_EQ(c.template_nodes(), n);
+  EXPECT_TRUE(c.is_template());
+  gt::GraphEncoder enc(c);
+  const auto x = torch::randn({n, f * n});
+  const auto out = enc->forward(x, torch::zeros({2, 0}, torch::kInt64));
+  ASSERT_EQ(out.sizes().vec(), (std::vector<int64_t>{n, f + n}));
+  for (int64_t k = 0; k < n; ++k) {
+    EXPECT_TRUE(out[k].slice(0, 0, f).equal(x[k].slice(0, k * f, (k + 1) * f))) << k;
+    EXPECT_TRUE(out[k].slice(0, f).equal(torch::one_hot(torch::tensor(k), n).to(torch::kFloat32))) << k;
+  }
+  // Its one parameter is fixed: the trainer never lets it train, and nothing is drawn.
+  const auto named = enc->named_weights();
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].first, "hop_embedding");
+
+  const std::string wrong = input_error_of([&] { enc->forward(torch::randn({n + 1, f * n}), torch::zeros({2, 0}, torch::kInt64)); });
+  EXPECT_TRUE(contains(wrong, "a graph of 5 nodes; the hop_field encoder reads its centre once a hop, 4 times (hops 3)"))
+      << wrong;
+  EXPECT_TRUE(contains(wrong, "graphtune data build --template hop_field --hops 3")) << wrong;
+  EXPECT_TRUE(contains(input_error_of([&] { enc->forward_split(x, {}, [](const torch::Tensor& t) { return t; }); }),
+                       "the hop_field encoder reads LLaGA's records"));
+}
+
+TEST(HopFieldEncoder, ConfigProblemsAreNamed) {
+  gt::GraphEncoderConfig c = gt::hop_field_encoder_config(4, 2);
+  c.gnn_input = 13;
+  EXPECT_TRUE(contains(c.problem(), "is not a multiple of 3"));
+  c = gt::hop_field_encoder_config(4, 2);
+  c.gnn_output = 4;
+  EXPECT_TRUE(contains(c.problem(), "gnn_output is one hop's width + its 3 hops (7), got 4"));
+  EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 40).problem(), "hops must be in [1, 32], got 40"));
+}
+
+TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
+  TempDir dir;
+  const std::string path = dir.path + "/enc.safetensors";
+  gt::GraphEncoder(gt::hop_field_encoder_config(6, 2))->save_safetensors(path);
+  const auto meta = gt::SafetensorsFile::open(path).metadata();
+  EXPECT_EQ(meta.at("graph_encoder_type"), "hop_field");
+  EXPECT_EQ(meta.at("gnn_input"), "18");
+  EXPECT_EQ(meta.at("hop_field_hops"), "2");
+  gt::GraphEncoder back = gt::open_graph_encoder(path, "");
+  ASSERT_TRUE(back->config().is_hop_field());
+  EXPECT_EQ(back->config().gnn_input, 18);
+  EXPECT_EQ(back->config().gnn_output, 9);
+  EXPECT_EQ(back->config().field_hops, 2);
+
+  const std::string bare = dir.path + "/bare.safetensors";
+  gt::save_safetensors(bare, {{"hop_embedding", torch::eye(3)}}, {});
+  EXPECT_TRUE(contains(input_error_of([&] { gt::open_graph_encoder(bare, ""); }), "without graphtune's metadata"));
+  const std::string odd = dir.path + "/odd.safetensors";
+  gt::save_safetensors(odd, {{"hop_embedding", torch::eye(3)}},
+                       {{"graph_encoder_type", "hop_field"}, {"gnn_input", "19"}, {"hop_field_hops", "2"}});
+  EXPECT_TRUE(contains(input_error_of([&] { gt::open_graph_encoder(odd, ""); }), "19 is not a multiple of 3"));
+}
+
+}  // namespace
