@@ -277,7 +277,9 @@ for graph in $GRAPHS; do
       graphgpt|labels|gcn|encoder|llaga|hop_field|lora_encoder)
         probe="linear probe, encoder of '$recipe_name'"
         probes+=(--probe "$probe=$(list "${encoders[@]}")")
-        pairs+=(--versus-probe "$label=$probe") ;;
+        pairs+=(--versus-probe "$label=$probe")
+        # quality_baselines.py adds this row beside the hop field's probe: every hop read linearly.
+        [ "$recipe_name" = hop_field ] && pairs+=(--versus-probe "$label=${probe/linear probe/linear reader of every hop}") ;;
     esac
   done
   log "$name: the baselines and the table"

@@ -112,11 +112,11 @@ def train_node_model(model, x, ei, y, train, epochs=200):
         return model(x, ei).argmax(-1)
 
 
-def centre_embeddings(encoder, records, x, ei):
+def centre_embeddings(encoder, records, x, ei, every_hop=False):
     """The encoder's output for each record's centre node (node 0 of its subgraph), computed on
-    the record's own subgraph as graphtune's graph stages do; for the hop field, every hop of the
-    centre (its K + 1 tokens are all the centre's), computed over the whole graph."""
-    if hasattr(encoder, "field_of"):
+    the record's own subgraph as graphtune's graph stages do. every_hop (the hop field): all K + 1
+    of the centre's tokens side by side, the field over the whole graph, without the one-hots."""
+    if every_hop:
         field = encoder.field_of(x, ei)
         return field[torch.tensor([r["graph"]["node_idx"] for r in records])]
     out = []
@@ -246,6 +246,16 @@ def main():
             ztr, zte = centre_embeddings(enc, train_recs, x, ei), centre_embeddings(enc, test_recs, x, ei)
             preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())
         row(name, preds, time.time() - t0, seeds_note(preds) + "logistic regression on the centre's encoder output")
+        if hasattr(enc, "field_of"):  # the hop field: its centre token is hop 0; a reader of every hop too
+            t0 = time.time()
+            preds = []
+            for path in paths.split(","):
+                enc = graph_encoder(load_file(path))
+                ztr = centre_embeddings(enc, train_recs, x, ei, every_hop=True)
+                zte = centre_embeddings(enc, test_recs, x, ei, every_hop=True)
+                preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())
+            row(name.replace("linear probe", "linear reader of every hop"), preds, time.time() - t0,
+                seeds_note(preds) + "logistic regression on all the centre's tokens (SGC's, SIGN's features)")
 
     for spec in args.run:
         name, folders, *secs = spec.split("=")

@@ -145,6 +145,10 @@ class HopField(torch.nn.Module):
         own = torch.stack([x[k, k * width:(k + 1) * width] for k in range(n)]).to(torch.float32)
         return torch.cat([own, self.hops], 1)
 
+    def centre(self, x_centre):
+        """Token 0, the centre's own features: what stands for the centre node, as llaga's slot 0."""
+        return torch.cat([x_centre.to(torch.float32), self.hops[0]])
+
     @torch.no_grad()
     def field_of(self, x, edge_index):
         """[N, (K + 1) F]: every node's features after 0..K propagation steps, side by side (the

@@ -55,17 +55,7 @@ rows = [json.loads(l) for l in open('$TMP/ev/predictions.jsonl')]
 sys.exit(0 if len(rows) == 6 else 1)"
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
-run hf_ck 1 "${HOPF[@]}" --checkpoint.every 2
-mkdir -p "$TMP/hf_resumed/checkpoints" && cp -r "$TMP/hf_ck/checkpoints/step_00000002" "$TMP/hf_resumed/checkpoints/"
-run hf_resumed 1 "${HOPF[@]}" --checkpoint.every 2 --resume latest
-check "resumed at step 2" grep -q "resumed from .*step_00000002 at step 2" "$TMP/hf_resumed.err"
-check "resumed, the same projector and adapter" "$PY" -c "
-import numpy as np
-from safetensors.numpy import load_file
-for f in ['graph_projector.safetensors', 'adapter/adapter_model.safetensors']:
-    a, b = load_file('$TMP/hf_ck/' + f), load_file('$TMP/hf_resumed/' + f)
-    assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a), f
-"
+resumes_bit_exact hf "graph_projector.safetensors adapter/adapter_model.safetensors" HOPF
 expect_fail "a resume with other hops" 'saved with model.hop_field_hops = "3"' -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_hops 2 --checkpoint.every 2 --resume latest \
   --job.out_dir "$TMP/hf_resumed"

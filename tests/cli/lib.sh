@@ -149,6 +149,28 @@ against_serial() {
   done
 }
 
+# resumes_bit_exact PREFIX FILES ARGS_VAR: the job of the array named ARGS_VAR, checkpointed every 2
+# steps into PREFIX_ck, then resumed from its step-2 checkpoint in PREFIX_resumed, ends with the
+# same FILES to the bit.
+resumes_bit_exact() {
+  local prefix=$1 files=$2
+  local -n job=$3
+  run "${prefix}_ck" 1 "${job[@]}" --checkpoint.every 2
+  mkdir -p "$TMP/${prefix}_resumed/checkpoints"
+  cp -r "$TMP/${prefix}_ck/checkpoints/step_00000002" "$TMP/${prefix}_resumed/checkpoints/"
+  run "${prefix}_resumed" 1 "${job[@]}" --checkpoint.every 2 --resume latest
+  check "resumed at step 2" grep -q "resumed from .*step_00000002 at step 2" "$TMP/${prefix}_resumed.err"
+  # shellcheck disable=SC2086
+  check "resumed, the same $files" "$PY" -c "
+import sys
+import numpy as np
+from safetensors.numpy import load_file
+for f in sys.argv[3:]:
+    a, b = load_file(sys.argv[1] + '/' + f), load_file(sys.argv[2] + '/' + f)
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a), f
+" "$TMP/${prefix}_ck" "$TMP/${prefix}_resumed" $files
+}
+
 # --- Jobs under the launcher, for the fault tests (launch_faults.sh, fault_trials.sh) ---
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }  # milliseconds since a `date +%s%N`
 # no_leftovers: true when no process of any job of this test (its command line names $TMP) runs.

@@ -46,18 +46,7 @@ rows = [json.loads(l) for l in open('$TMP/ev/predictions.jsonl')]
 sys.exit(0 if len(rows) == 6 else 1)"
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
-run ll_ck 1 "${LLAGA[@]}" --checkpoint.every 2
-mkdir -p "$TMP/ll_resumed/checkpoints" && cp -r "$TMP/ll_ck/checkpoints/step_00000002" "$TMP/ll_resumed/checkpoints/"
-run ll_resumed 1 "${LLAGA[@]}" --checkpoint.every 2 --resume latest
-check "resumed at step 2" grep -q "resumed from .*step_00000002 at step 2" "$TMP/ll_resumed.err"
-check "resumed, the same projector and adapter" "$PY" -c "
-import sys
-import numpy as np
-from safetensors.numpy import load_file
-for f in ['graph_projector.safetensors', 'adapter/adapter_model.safetensors']:
-    a, b = load_file('$TMP/ll_ck/' + f), load_file('$TMP/ll_resumed/' + f)
-    assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a), f
-"
+resumes_bit_exact ll "graph_projector.safetensors adapter/adapter_model.safetensors" LLAGA
 
 expect_fail "GraphGPT's subgraphs under a llaga encoder" 'graph.node_list has 3 nodes; the llaga encoder reads' -- \
   "$W" train -c "$CFG" "${LLAGA[@]}" --data.instructions "$TMP/nc.json" --job.out_dir "$TMP/x1"
