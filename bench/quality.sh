@@ -43,7 +43,11 @@
 #             each paper's graph tokens are its features after 0..FIELD_HOPS (default 4) steps of
 #             the GCN's propagation over the whole graph, one token a hop (records of the same
 #             papers, data build --template hop_field; [model].graph_encoder_type = "hop_field");
-#             stage 2 as llaga's. Its probe reads every hop of the centre.
+#             stage 2 as llaga's. Its probe reads the centre's own token (hop 0); a second row
+#             reads every hop of the centre;
+#   hop_field_gcn  gcn's grounding, then hop_field with that grounded GCN's output for every
+#             paper (standardised) beside its features before the propagation
+#             ([model].hop_field_base); no stage 1.
 # With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
@@ -58,7 +62,8 @@
 # other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
 # papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
-# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field"), RECIPE_SEEDS (1), ENCODER_LR (1e-3),
+# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field hop_field_gcn"), RECIPE_SEEDS (1),
+# ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (4),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
@@ -140,7 +145,7 @@ records() {  # records TEXTLESS FOLDER DIR
     "$GT" data build "${tree[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/llaga_$SCORE_ON.json" ;;
   esac
   # LLaGA's hop fields of the same papers.
-  case " $RECIPES " in *" hop_field "*)
+  case " $RECIPES " in *" hop_field "*|*" hop_field_gcn "*)
     local field=(--graph "$2" --seed 42 --train-frac 0.4 --val-frac 0.4 --overwrite --task node_classification
                  --template hop_field --hops "$FIELD_HOPS")
     "$GT" data build "${field[@]}" --split train --out "$3/hop_field_train.json"
@@ -162,7 +167,7 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   case $name in
     graphgpt) [ "$textless" = textless ] || "$GT" train --config configs/demo/grounding.toml "${stage[@]}" \
                 "${GROUNDING_STEPS[@]}" --job.out_dir "$run/grounding" >&2 ;;
-    labels|gcn|encoder)
+    labels|gcn|encoder|hop_field_gcn)
       local kind=gt dropout=0.5 steps=600
       [ "$name" != labels ] && kind=gcn dropout=0.4 steps=900
       "$GT" train --config configs/demo/grounding.toml "${stage[@]}" --job.out_dir "$run/grounding" \
@@ -174,7 +179,7 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
            [ -f "$from/stage2/graph_encoder.safetensors" ] || { echo "bench/quality.sh: recipe $name needs recipe gcn first (RECIPES)" >&2; exit 2; } ;;
   esac
   case $name in
-    lora|lora_all|gcn|llaga|hop_field) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
+    lora|lora_all|gcn|llaga|hop_field|hop_field_gcn) tune=(--training.trainable projector+lora --optimizer.lr 2e-3) ;;
     encoder) tune=(--training.trainable graphgpt+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
     lora_encoder) tune=(--training.trainable projector+lora+encoder --optimizer.lr 2e-3 --optimizer.encoder_lr "$ENCODER_LR") ;;
   esac
@@ -186,10 +191,12 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     [ "$SHORT" = 1 ] && records=$dir/llaga_stage2.json
     encoder=(--model.graph_encoder "" --model.graph_encoder_type llaga --model.llaga_hops 2 --model.llaga_fanout "$LLAGA_FANOUT")
     projector=(--model.projector "")
-  elif [ "$name" = hop_field ]; then  # the same: the projector learns to read the hops
+  elif [ "$name" = hop_field ] || [ "$name" = hop_field_gcn ]; then  # the same: the projector learns to read the hops
     records=$dir/hop_field_train.json scored=$dir/hop_field_$SCORE_ON.json
     [ "$SHORT" = 1 ] && records=$dir/hop_field_stage2.json
-    encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS")
+    local base=()
+    [ "$name" = hop_field_gcn ] && base=(--model.hop_field_base "$run/grounding/graph_encoder.safetensors")
+    encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS" "${base[@]}")
     projector=(--model.projector "")
   elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
@@ -270,16 +277,17 @@ for graph in $GRAPHS; do
       encoder) label="graph model: GCN encoder trained in stage 2" ;;
       llaga) label="graph model: LLaGA's neighbour tree, no GNN" ;;
       hop_field) label="graph model: LLaGA's hop field, no GNN" ;;
+      hop_field_gcn) label="graph model: LLaGA's hop field over the GCN encoder's output" ;;
       lora_encoder) label="graph model: + GCN encoder trained in stage 2" ;;
     esac
     runs+=(--run "$label=$(list "${evals[@]}")=$secs")
     case $recipe_name in
-      graphgpt|labels|gcn|encoder|llaga|hop_field|lora_encoder)
+      graphgpt|labels|gcn|encoder|llaga|hop_field|hop_field_gcn|lora_encoder)
         probe="linear probe, encoder of '$recipe_name'"
         probes+=(--probe "$probe=$(list "${encoders[@]}")")
         pairs+=(--versus-probe "$label=$probe")
         # quality_baselines.py adds this row beside the hop field's probe: every hop read linearly.
-        [ "$recipe_name" = hop_field ] && pairs+=(--versus-probe "$label=${probe/linear probe/linear reader of every hop}") ;;
+        case $recipe_name in hop_field*) pairs+=(--versus-probe "$label=${probe/linear probe/linear reader of every hop}") ;; esac ;;
     esac
   done
   log "$name: the baselines and the table"

@@ -114,11 +114,12 @@ def train_node_model(model, x, ei, y, train, epochs=200):
 
 def centre_embeddings(encoder, records, x, ei, every_hop=False):
     """The encoder's output for each record's centre node (node 0 of its subgraph), computed on
-    the record's own subgraph as graphtune's graph stages do. every_hop (the hop field): all K + 1
-    of the centre's tokens side by side, the field over the whole graph, without the one-hots."""
-    if every_hop:
-        field = encoder.field_of(x, ei)
-        return field[torch.tensor([r["graph"]["node_idx"] for r in records])]
+    the record's own subgraph as graphtune's graph stages do. The hop field's centre token is its
+    hop 0; with every_hop, all K + 1 of its tokens side by side (without the one-hots, the same
+    for every paper)."""
+    if hasattr(encoder, "field_of"):
+        field = encoder.field_of(x, ei)[torch.tensor([r["graph"]["node_idx"] for r in records])]
+        return field if every_hop else field[:, :field.shape[1] // encoder.hops.shape[0]]
     out = []
     for r in records:
         g = r["graph"]

@@ -53,6 +53,10 @@ struct ModelSection {
   std::string graph_encoder_type = "gt";
   int64_t llaga_hops = 2, llaga_fanout = 10;
   int64_t hop_field_hops = 4;
+  // A fresh hop_field encoder's base ("" = none): one of GraphGPT's encoders in a file (a
+  // grounding's graph_encoder.safetensors, say) whose output for every node, standardised, stands
+  // beside the features before the propagation; frozen, and written into the stage's encoder file.
+  std::string hop_field_base;
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;

@@ -13,15 +13,24 @@
 namespace gt {
 
 struct TextGraph;
+class GraphEncoderImpl;
 
-// [X, AX, ..., A^K X] [num_nodes, (K + 1) feature_dim] float32, A = D^-1/2 (U + I) D^-1/2 with U
-// the graph's citations either way (undirected_adj, each neighbour once) and D its degrees plus
-// one: Kipf and Welling's normalisation, PyTorch Geometric's gcn_norm. Computed in float64 (the
-// hops accumulate) and rounded once; threads only split the nodes, so the bytes do not depend on
-// them. InputError for K outside [1, kMaxFieldHops].
-torch::Tensor hop_field(const TextGraph& g, int64_t hops);
+// [X, AX, ..., A^K X] [num_nodes, (K + 1) F] float32, A = D^-1/2 (U + I) D^-1/2 with U the
+// graph's citations either way (undirected_adj, each neighbour once) and D its degrees plus one:
+// Kipf and Welling's normalisation, PyTorch Geometric's gcn_norm. X is the node features, or with
+// a `base` encoder the features beside the base's output for every node (computed in eval mode
+// over the whole graph, citations either way, then each column standardised over the nodes:
+// minus its mean, over its standard deviation, 1 where that is below 1e-6), F wide in all.
+// Propagated in float64 (the hops accumulate) and rounded once; threads only split the nodes,
+// so the bytes do not depend on them. InputError for K outside [1, kMaxFieldHops], or a base
+// whose gnn_input is not the features' width.
+torch::Tensor hop_field(const TextGraph& g, int64_t hops, GraphEncoderImpl* base = nullptr);
 
 // The graph's hop field under its name: the feature table a hop_field encoder reads.
-FeatureTable hop_field_table(const TextGraph& g, int64_t hops);
+FeatureTable hop_field_table(const TextGraph& g, int64_t hops, GraphEncoderImpl* base = nullptr);
+
+// The graph's citations either way as an edge_index [2, E] int64 (each pair once a way, sorted):
+// what a GraphGPT encoder reads to run over the whole graph.
+torch::Tensor undirected_edge_index(const TextGraph& g);
 
 }  // namespace gt

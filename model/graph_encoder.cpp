@@ -124,6 +124,19 @@ GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg) : cfg_(cfg) {
   init_weights(0);
 }
 
+GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg, std::shared_ptr<GraphEncoderImpl> base)
+    : GraphEncoderImpl(cfg) {
+  if (!cfg.is_hop_field()) fail("graph encoder config", "only a hop_field encoder has a base, not a " + cfg.gnn_type + " one");
+  const GraphEncoderConfig& b = base->config();
+  if (b.is_template()) fail("graph encoder config", "a hop field's base is one of GraphGPT's encoders (gt or gcn), not " + b.gnn_type);
+  const int64_t width = cfg.gnn_input / (cfg.field_hops + 1);
+  if (width != b.gnn_input + b.gnn_output)
+    fail("graph encoder config", "a hop field over a base of gnn_input " + std::to_string(b.gnn_input) + " and gnn_output " +
+                                     std::to_string(b.gnn_output) + " has hops " + std::to_string(b.gnn_input + b.gnn_output) +
+                                     " wide, not " + std::to_string(width));
+  field_base_ = register_module("base", std::move(base));
+}
+
 void GraphEncoderImpl::init_weights(uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -181,10 +194,13 @@ void GraphEncoderImpl::load_file(const std::string& path, const std::string& pre
 }
 
 std::map<std::string, std::string> GraphEncoderImpl::file_metadata() const {
-  if (cfg_.is_hop_field())
-    return {{"graph_encoder_type", "hop_field"},
-            {"gnn_input", std::to_string(cfg_.gnn_input)},
-            {"hop_field_hops", std::to_string(cfg_.field_hops)}};
+  if (cfg_.is_hop_field()) {
+    std::map<std::string, std::string> m = {{"graph_encoder_type", "hop_field"},
+                                            {"gnn_input", std::to_string(cfg_.gnn_input)},
+                                            {"hop_field_hops", std::to_string(cfg_.field_hops)}};
+    if (field_base_) m["hop_field_base"] = field_base_->config().gnn_type;  // its shape is its tensors'
+    return m;
+  }
   if (!cfg_.is_llaga()) return {};  // GraphGPT's kinds are told by their tensors' names
   return {{"graph_encoder_type", "llaga"},
           {"gnn_input", std::to_string(cfg_.gnn_input)},

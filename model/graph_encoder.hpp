@@ -54,7 +54,11 @@
 // block of its row beside a one-hot of k, which says which hop it is:
 //   out[k] = [x[k, kF:(k + 1)F], hop_embedding[k]]             gnn_output = F + K + 1
 // hop_embedding [K + 1, K + 1] is the identity, a fixed tensor as llaga's embedding is, so the
-// file says the kind by its tensor and K and F by its metadata.
+// file says the kind by its tensor and K and F by its metadata. A hop field may have a base: one
+// of GraphGPT's encoders (a grounded one, say) whose output for every node, computed over the
+// whole graph and standardised column by column, stands beside the node's features before the
+// propagation, so F is the features' width plus the base's gnn_output. The base is frozen and
+// only builds the table; its weights are the file's "base." tensors.
 #include <torch/types.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -62,6 +66,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -111,6 +116,11 @@ GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops)
 class GraphEncoderImpl : public torch::nn::Module {
  public:
   explicit GraphEncoderImpl(const GraphEncoderConfig& cfg = {});
+  // A hop_field encoder over `base` (one of GraphGPT's kinds, gnn_input the features' width):
+  // cfg's per-hop width must be base's gnn_input + gnn_output. InputError otherwise.
+  GraphEncoderImpl(const GraphEncoderConfig& cfg, std::shared_ptr<GraphEncoderImpl> base);
+  // The hop field's base, or null.
+  const std::shared_ptr<GraphEncoderImpl>& field_base() const { return field_base_; }
 
   const GraphEncoderConfig& config() const { return cfg_; }
 
@@ -199,6 +209,7 @@ class GraphEncoderImpl : public torch::nn::Module {
   std::vector<torch::Tensor> gcn_w_, gcn_b_;                   // gcn: vars.0 / vars.2, vars.1 / vars.3
   torch::Tensor structure_;                                    // llaga: structure_embedding
   torch::Tensor hop_embedding_;                                // hop_field
+  std::shared_ptr<GraphEncoderImpl> field_base_;               // hop_field: its base, or null
 };
 TORCH_MODULE(GraphEncoder);
 

@@ -170,7 +170,18 @@ GraphEncoder open_graph_encoder(const std::string& path, const std::string& pref
       weights = load_torch_state_dict(path);
     }
     if (auto it = meta.find("graph_encoder_type"); it != meta.end() && (it->second == "llaga" || it->second == "hop_field")) {
-      GraphEncoder encoder(template_config_of_metadata(meta, path));
+      const GraphEncoderConfig c = template_config_of_metadata(meta, path);
+      if (meta.count("hop_field_base")) {  // its base: GraphGPT's kind its "base." tensors say
+        const GraphEncoderConfig b = config_of_weights(weights, prefix + "base.");
+        if (const std::string p = b.problem(); !p.empty() || b.gnn_type != meta.at("hop_field_base"))
+          fail(path, "its hop field's base (\"" + meta.at("hop_field_base") + "\") is not in its base. tensors" +
+                         (p.empty() ? std::string() : ": " + p));
+        auto base = std::make_shared<GraphEncoderImpl>(b);
+        GraphEncoder encoder(std::make_shared<GraphEncoderImpl>(c, base));
+        encoder->load_weights(weights, path, prefix);
+        return encoder;
+      }
+      GraphEncoder encoder(c);
       encoder->load_weights(weights, path, prefix);
       return encoder;
     }

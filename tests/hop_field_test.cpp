@@ -64,6 +64,68 @@ TEST(HopField, IsTheGcnPropagationOfTheWholeGraph) {
     EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, bad); }), "hops must be in [1, 32]")) << bad;
 }
 
+// With a base, the rows propagated are the features beside the base's standardised output over
+// the whole graph, and the base's file travels inside the hop field's.
+TEST(HopField, ABaseEncodersOutputStandsBesideTheFeatures) {
+  const gt::TextGraph g = small_graph();
+  const int64_t n = g.num_nodes(), f = g.feature_dim, hops = 2;
+  gt::GraphEncoderConfig bc;
+  bc.gnn_type = "gcn";
+  bc.gnn_input = f, bc.gnn_hid = 8, bc.gnn_output = 6;
+  auto base = std::make_shared<gt::GraphEncoderImpl>(bc);
+  base->init_weights(3);
+  // The GCN over the whole graph, from the citation list; then standardised by hand.
+  std::vector<int64_t> src, dst;
+  for (auto [u, v] : g.edges) src.insert(src.end(), {u, v}), dst.insert(dst.end(), {v, u});
+  const auto x = torch::from_blob(const_cast<float*>(g.features.data()), {n, f}, torch::kFloat32).clone();
+  torch::Tensor z;
+  {
+    torch::NoGradGuard ng;
+    base->eval();
+    z = base->forward(x, torch::stack({torch::tensor(src), torch::tensor(dst)})).to(torch::kFloat64);
+    base->train();
+  }
+  z = (z - z.mean(0)) / z.std(0, false);
+  auto a = torch::eye(n, torch::kFloat64);
+  for (auto [u, v] : g.edges) a[u][v] = a[v][u] = 1.0;
+  const auto d = a.sum(1).rsqrt();
+  const auto a_hat = d.unsqueeze(1) * a * d.unsqueeze(0);
+  std::vector<torch::Tensor> want = {torch::cat({x.to(torch::kFloat64), z}, 1)};
+  for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
+  const auto expected = torch::cat(want, 1);
+
+  const torch::Tensor got = gt::hop_field(g, hops, base.get());
+  ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * (f + 6)}));
+  EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-5);
+  EXPECT_TRUE(base->is_training()) << "the base is put back in the mode it was in";
+
+  // The encoder over it, and its file: the base's tensors under "base.", read back as its kind.
+  gt::GraphEncoder enc(std::make_shared<gt::GraphEncoderImpl>(gt::hop_field_encoder_config(f + 6, hops), base));
+  EXPECT_EQ(enc->config().gnn_input, (hops + 1) * (f + 6));
+  TempDir dir;
+  const std::string path = dir.path + "/field.safetensors";
+  enc->save_safetensors(path);
+  EXPECT_EQ(gt::SafetensorsFile::open(path).metadata().at("hop_field_base"), "gcn");
+  gt::GraphEncoder back = gt::open_graph_encoder(path, "");
+  ASSERT_TRUE(back->field_base() != nullptr);
+  EXPECT_TRUE(back->field_base()->config().is_gcn());
+  EXPECT_TRUE(gt::hop_field(g, hops, back->field_base().get()).equal(got));
+
+  // A base of another feature width, or of a template kind, is refused.
+  bc.gnn_input = f + 1;
+  auto wide = std::make_shared<gt::GraphEncoderImpl>(bc);
+  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, wide.get()); }), "reads 17-wide features"));
+  EXPECT_TRUE(contains(input_error_of([&] {
+                         gt::GraphEncoderImpl(gt::hop_field_encoder_config(f + 6, hops),
+                                              std::make_shared<gt::GraphEncoderImpl>(gt::hop_field_encoder_config(f, 1)));
+                       }),
+                       "not hop_field"));
+  EXPECT_TRUE(contains(input_error_of([&] {
+                         gt::GraphEncoderImpl(gt::hop_field_encoder_config(f + 7, hops), base);
+                       }),
+                       "has hops 22 wide, not 23"));
+}
+
 TEST(HopField, RecordsHoldTheCentreOnceAHop) {
   const gt::Subgraph s = gt::hop_field_graph(17, 4);
   EXPECT_EQ(s.center, 17);

@@ -11,7 +11,8 @@ Each batch has two rows of different lengths (right padding) and one graph per r
 And LLaGA's graph tokens on (b): node classification records of its neighbour trees (data build
 --template llaga, 2 hops, fanout 3: 13 slots, trees with pads), the llaga encoder (features
 beside the tree's Laplacian embedding), stage task; and its hop fields (--template hop_field,
-3 hops), whose rows must also be PyTorch Geometric's propagation of the graph's features.
+3 hops), whose rows must also be PyTorch Geometric's propagation of the graph's features, alone
+and beside a base encoder's output (GraphGPT's GCN, random weights).
 
 Environment (set by ctest): GRAPHTUNE_GRAPHGPT_REF_DRIVER, GRAPHTUNE_BIN, GRAPHTUNE_ASSETS,
 GRAPHTUNE_SOURCE_DIR. Exit 0 = pass, 1 = fail, 77 = skipped (prints "SKIP: why").
@@ -167,21 +168,33 @@ def main():
             "--template", "hop_field", "--hops", "3", "--max-records", "4", "--out", fields)
         compare(tmp, "hop_field-512x8", bench, fields, 1024, stage="task",
                 model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3')
-        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field-512x8"), 3)
+        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field-512x8"))
+        # Over a base, GraphGPT's GCN with random weights: its output beside the features.
+        from safetensors.torch import save_file
+        g = torch.Generator().manual_seed(0)
+        base = os.path.join(tmp, "base.safetensors")
+        save_file({"vars.0": 0.1 * torch.randn(16, 128, generator=g), "vars.1": torch.zeros(16),
+                   "vars.2": 0.3 * torch.randn(8, 16, generator=g), "vars.3": torch.zeros(8)}, base)
+        compare(tmp, "hop_field_base-512x8", bench, fields, 1024, stage="task",
+                model_extra=f'graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_base = "{base}"')
+        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field_base-512x8"))
     finish()
 
 
-def check_hop_field(tmp, records, out, hops):
+def check_hop_field(tmp, records, out):
     """The rows graphtune's hop_field encoder read are PyTorch Geometric's propagation of the
-    graph's features (gcn_norm over the citations either way), 0..hops steps side by side."""
+    graph's features (gcn_norm over the citations either way; with a base, its output beside
+    them), 0..K steps side by side."""
     import numpy as np
+    from safetensors.torch import load_file
     folder = os.path.join(tmp, "embedded-folder")
-    run(launcher, "data", "convert", "--graph", "embedded", "--out", folder)
+    if not os.path.isdir(folder):
+        run(launcher, "data", "convert", "--graph", "embedded", "--out", folder)
     x = torch.from_numpy(np.load(os.path.join(folder, "features.npy")))
     edges = [tuple(map(int, line.split("\t")[:2])) for line in open(os.path.join(folder, "edges.tsv")).read().splitlines()[1:]]
     from torch_geometric.utils import to_undirected
     ei = to_undirected(torch.tensor(edges, dtype=torch.long).t(), num_nodes=x.shape[0])  # each pair once a way
-    field = graphgpt_reference.HopField({"hop_embedding": torch.eye(hops + 1)}).field_of(x, ei)
+    field = graphgpt_reference.graph_encoder(load_file(os.path.join(out, "graph_encoder.safetensors"))).field_of(x, ei)
     dump = dumped(out)
     centres = [r["graph"]["node_idx"] for r in json.load(open(records))]
     worst, graphs = 0.0, 0
@@ -189,7 +202,7 @@ def check_hop_field(tmp, records, out, hops):
         rows = dump[f"graph.{graphs}.x"]
         worst = max(worst, min((rows - field[c]).abs().max().item() for c in centres))
         graphs += 1
-    check("hop_field: each graph's rows are its centre's field (PyG's gcn_norm), within 1e-5",
+    check(f"{os.path.basename(out)}: each graph's rows are its centre's field (PyG's gcn_norm), within 1e-5",
           graphs > 0 and worst <= 1e-5 * max(1.0, field.abs().max().item()), f"{graphs} graphs, max difference {worst:.3e}")
 
 

@@ -135,8 +135,21 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     fresh.gnn_type = cfg.model.graph_encoder_type;
     if (!s.features.x.empty()) fresh.gnn_input = s.features.x.begin()->second.size(1);
     if (fresh.is_llaga()) fresh = llaga_encoder_config(fresh.gnn_input, cfg.model.llaga_hops, cfg.model.llaga_fanout);
-    if (fresh.is_hop_field()) fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops);
-    encoder = GraphEncoder(fresh);
+    if (fresh.is_hop_field() && !cfg.model.hop_field_base.empty()) {
+      const std::string where = cfg.where("model", "hop_field_base");
+      if (!path_exists(cfg.model.hop_field_base)) fail(where, cfg.model.hop_field_base + ": cannot open (missing or unreadable)");
+      GraphEncoder base = open_graph_encoder(cfg.model.hop_field_base, "");
+      const GraphEncoderConfig& b = base->config();
+      if (b.is_template()) fail(where, "a hop field's base is one of GraphGPT's encoders (gt or gcn), not " + b.gnn_type);
+      if (b.gnn_input != fresh.gnn_input)
+        fail(where, cfg.model.hop_field_base + " reads " + std::to_string(b.gnn_input) + "-wide node features, the graph's are " +
+                        std::to_string(fresh.gnn_input) + " wide");
+      encoder = GraphEncoder(std::make_shared<GraphEncoderImpl>(
+          hop_field_encoder_config(b.gnn_input + b.gnn_output, cfg.model.hop_field_hops), base.ptr()));
+    } else {
+      if (fresh.is_hop_field()) fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops);
+      encoder = GraphEncoder(fresh);
+    }
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
   } else {
     encoder = open_graph_encoder(cfg.model.graph_encoder, cfg.model.graph_encoder_prefix);
@@ -152,7 +165,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     if (!graph)
       fail(cfg.where("data", "features"), "not supported yet: the hop_field encoder propagates the features over the graph's "
                                           "citations, and a features file has none; give the graph as [data].graph instead");
-    s.features = hop_field_table(*graph, ec.field_hops);
+    s.features = hop_field_table(*graph, ec.field_hops, encoder->field_base().get());
   }
   for (const auto& [name, x] : s.features.x)
     if (x.size(1) != ec.gnn_input)

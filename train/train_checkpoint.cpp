@@ -153,7 +153,10 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
       m["model.llaga_hops"] = std::to_string(c.model.llaga_hops);
       m["model.llaga_fanout"] = std::to_string(c.model.llaga_fanout);
     }
-    if (c.model.graph_encoder_type == "hop_field") m["model.hop_field_hops"] = std::to_string(c.model.hop_field_hops);
+    if (c.model.graph_encoder_type == "hop_field") {  // a fresh hop_field encoder's hops and base
+      m["model.hop_field_hops"] = std::to_string(c.model.hop_field_hops);
+      m["model.hop_field_base"] = c.model.hop_field_base;
+    }
     m["data.features"] = c.data.features;
     // They decide which records each step reads and the encoder's masks: a resume that changed
     // them would not continue the run it names.

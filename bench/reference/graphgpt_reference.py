@@ -128,11 +128,15 @@ class HopField(torch.nn.Module):
     """LLaGA's hop-field overview: no GNN. A record's graph is its centre once a hop; token k is the
     centre's features after k steps of the GCN's propagation over the whole graph (PyTorch
     Geometric's gcn_norm: self-loops, D^-1/2 (A + I) D^-1/2), beside a one-hot of k
-    (hop_embedding, read from the file as graphtune wrote it)."""
+    (hop_embedding, read from the file as graphtune wrote it). With a base (the file's "base."
+    tensors, one of GraphGPT's encoders), the features propagated are the node's beside the base's
+    output over the whole graph, each column standardised over the nodes."""
 
-    def __init__(self, weights):
+    def __init__(self, weights, heads=8):
         super().__init__()
         self.register_buffer("hops", weights["hop_embedding"].to(torch.float32))
+        base = {k[len("base."):]: v for k, v in weights.items() if k.startswith("base.")}
+        self.base = graph_encoder(base, heads) if base else None
 
     @torch.no_grad()
     def forward(self, x, edge_index):
@@ -145,10 +149,6 @@ class HopField(torch.nn.Module):
         own = torch.stack([x[k, k * width:(k + 1) * width] for k in range(n)]).to(torch.float32)
         return torch.cat([own, self.hops], 1)
 
-    def centre(self, x_centre):
-        """Token 0, the centre's own features: what stands for the centre node, as llaga's slot 0."""
-        return torch.cat([x_centre.to(torch.float32), self.hops[0]])
-
     @torch.no_grad()
     def field_of(self, x, edge_index):
         """[N, (K + 1) F]: every node's features after 0..K propagation steps, side by side (the
@@ -156,8 +156,13 @@ class HopField(torch.nn.Module):
         from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
         n = x.shape[0]
+        first = x.to(torch.float64)
+        if self.base is not None:
+            z = self.base(x, edge_index).to(torch.float64)
+            sd = z.std(0, unbiased=False)
+            first = torch.cat([first, (z - z.mean(0)) / torch.where(sd < 1e-6, torch.ones_like(sd), sd)], 1)
         ei, w = gcn_norm(edge_index, num_nodes=n, add_self_loops=True)
-        out = [x.to(torch.float64)]
+        out = [first]
         for _ in range(self.hops.shape[0] - 1):
             h = out[-1]
             out.append(torch.zeros_like(h).index_add_(0, ei[1], h[ei[0]] * w.to(torch.float64).unsqueeze(1)))
@@ -170,7 +175,7 @@ def graph_encoder(weights, heads=8):
     if "structure_embedding" in weights:
         return Llaga(weights)
     if "hop_embedding" in weights:
-        return HopField(weights)
+        return HopField(weights, heads)
     return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
 
 

@@ -7,7 +7,8 @@
 # writes reads back as hop_field for eval, and the same run resumes bit-exact. Then the
 # refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field encoder (naming
 # the record), a field of other hops, a features file (no citations to propagate over),
-# grounding it, training its (absent) weights, records of another task.
+# grounding it, training its (absent) weights, records of another task. And the hop field over a
+# base encoder, which it carries in its file.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
 train_fixture 4
@@ -56,6 +57,41 @@ sys.exit(0 if len(rows) == 6 else 1)"
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
 resumes_bit_exact hf "graph_projector.safetensors adapter/adapter_model.safetensors" HOPF
+
+# Over a base encoder (GraphGPT's GCN, 8 outputs, from a file): each hop is 128 + 8 wide, the
+# base travels inside the stage's encoder file, dp 2 equals one process, eval reads it back.
+"$PY" -c "
+import numpy as np
+from safetensors.numpy import save_file
+r = np.random.default_rng(0)
+save_file({'vars.0': r.normal(0, 0.1, (16, 128)).astype(np.float32), 'vars.1': np.zeros(16, np.float32),
+           'vars.2': r.normal(0, 0.3, (8, 16)).astype(np.float32), 'vars.3': np.zeros(8, np.float32)}, '$TMP/base.safetensors')
+save_file({'vars.0': np.zeros((16, 64), np.float32), 'vars.1': np.zeros(16, np.float32),
+           'vars.2': np.zeros((8, 16), np.float32), 'vars.3': np.zeros(8, np.float32)}, '$TMP/base64.safetensors')"
+HOPB=("${HOPF[@]}" --model.hop_field_base "$TMP/base.safetensors")
+run hb_ref 1 "${HOPB[@]}"
+check "the hop field over a base: 128 + 8 + 4 wide tokens, the base's tensors in the file" "$PY" -c "
+import sys
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
+w = load_file('$TMP/hb_ref/graph_projector.safetensors')['model.graph_projector.weight']
+e, b = load_file('$TMP/hb_ref/graph_encoder.safetensors'), load_file('$TMP/base.safetensors')
+meta = safe_open('$TMP/hb_ref/graph_encoder.safetensors', 'np').metadata()
+assert w.shape[1] == 140 and meta['hop_field_base'] == 'gcn', (w.shape, meta)
+assert all(np.array_equal(e['base.' + k], b[k]) for k in b), sorted(e)"
+against_serial hb "graph_projector.safetensors adapter/adapter_model.safetensors" HOPB "dp2 2 --parallelism.dp 2"
+"$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/hb_ref/graph_encoder.safetensors" \
+  --model.projector "$TMP/hb_ref/graph_projector.bin" --model.adapter "$TMP/hb_ref/adapter" --data.graph embedded \
+  --data.instructions "$TMP/field_test.json" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/ev_b" \
+  >/dev/null 2>"$TMP/ev_b.err"
+check "eval reads the hop field and its base back from the file, answering every test record" "$PY" -c "
+import json, sys
+sys.exit(0 if len([json.loads(l) for l in open('$TMP/ev_b/predictions.jsonl')]) == 6 else 1)"
+expect_fail "a base that reads other features" "hop_field_base: $TMP/base64.safetensors reads 64-wide node features, the graph's are 128 wide" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_base "$TMP/base64.safetensors" --job.out_dir "$TMP/x8"
+expect_fail "a base for an encoder that is not a hop field" "hop_field_base: is the base of a fresh hop_field encoder; graph_encoder_type is \"gcn\"" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.graph_encoder_type gcn --model.hop_field_base "$TMP/base.safetensors" --job.out_dir "$TMP/x9"
 expect_fail "a resume with other hops" 'saved with model.hop_field_hops = "3"' -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_hops 2 --checkpoint.every 2 --resume latest \
   --job.out_dir "$TMP/hf_resumed"
