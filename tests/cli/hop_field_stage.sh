@@ -46,14 +46,7 @@ against_serial hf "graph_projector.safetensors adapter/adapter_model.safetensors
   "tp2 2 --parallelism.tp 2"
 
 # eval reads the encoder file the stage wrote (hop_field by its metadata) with the projector and adapter.
-"$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/hf_ref/graph_encoder.safetensors" \
-  --model.projector "$TMP/hf_ref/graph_projector.bin" --model.adapter "$TMP/hf_ref/adapter" --data.graph embedded \
-  --data.instructions "$TMP/field_test.json" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/ev" \
-  >/dev/null 2>"$TMP/ev.err"
-check "eval of the hop_field run answers every test record" "$PY" -c "
-import json, sys
-rows = [json.loads(l) for l in open('$TMP/ev/predictions.jsonl')]
-sys.exit(0 if len(rows) == 6 else 1)"
+evals_every_record hf_ref "$TMP/field_test.json" 6 --data.graph embedded
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
 resumes_bit_exact hf "graph_projector.safetensors adapter/adapter_model.safetensors" HOPF
@@ -81,13 +74,7 @@ meta = safe_open('$TMP/hb_ref/graph_encoder.safetensors', 'np').metadata()
 assert w.shape[1] == 140 and meta['hop_field_base'] == 'gcn', (w.shape, meta)
 assert all(np.array_equal(e['base.' + k], b[k]) for k in b), sorted(e)"
 against_serial hb "graph_projector.safetensors adapter/adapter_model.safetensors" HOPB "dp2 2 --parallelism.dp 2"
-"$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/hb_ref/graph_encoder.safetensors" \
-  --model.projector "$TMP/hb_ref/graph_projector.bin" --model.adapter "$TMP/hb_ref/adapter" --data.graph embedded \
-  --data.instructions "$TMP/field_test.json" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/ev_b" \
-  >/dev/null 2>"$TMP/ev_b.err"
-check "eval reads the hop field and its base back from the file, answering every test record" "$PY" -c "
-import json, sys
-sys.exit(0 if len([json.loads(l) for l in open('$TMP/ev_b/predictions.jsonl')]) == 6 else 1)"
+evals_every_record hb_ref "$TMP/field_test.json" 6 --data.graph embedded
 expect_fail "a base that reads other features" "hop_field_base: $TMP/base64.safetensors reads 64-wide node features, the graph's are 128 wide" -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_base "$TMP/base64.safetensors" --job.out_dir "$TMP/x8"
 expect_fail "a base for an encoder that is not a hop field" "hop_field_base: is the base of a fresh hop_field encoder; graph_encoder_type is \"gcn\"" -- \

@@ -149,6 +149,20 @@ against_serial() {
   done
 }
 
+# evals_every_record RUN RECORDS N FLAGS...: `graphtune eval` with what the stage in $TMP/RUN wrote
+# (its encoder file, read back by its kind, its projector and adapter) answers all N of RECORDS.
+evals_every_record() {
+  local run=$1 records=$2 n=$3
+  shift 3
+  "$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/$run/graph_encoder.safetensors" \
+    --model.projector "$TMP/$run/graph_projector.bin" --model.adapter "$TMP/$run/adapter" \
+    --data.instructions "$records" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/${run}_eval" "$@" \
+    >/dev/null 2>"$TMP/${run}_eval.err"
+  check "eval of $run reads its encoder file back and answers all $n records" "$PY" -c "
+import json, sys
+sys.exit(0 if len([json.loads(l) for l in open(sys.argv[1])]) == int(sys.argv[2]) else 1)" "$TMP/${run}_eval/predictions.jsonl" "$n"
+}
+
 # resumes_bit_exact PREFIX FILES ARGS_VAR: the job of the array named ARGS_VAR, checkpointed every 2
 # steps into PREFIX_ck, then resumed from its step-2 checkpoint in PREFIX_resumed, ends with the
 # same FILES to the bit.

@@ -36,14 +36,7 @@ against_serial ll "graph_projector.safetensors adapter/adapter_model.safetensors
   "tp2 2 --parallelism.tp 2"
 
 # eval reads the encoder file the stage wrote (llaga by its metadata) with the projector and adapter.
-"$GT" eval -c "$CFG" --model.path "$TMP/base/model" --model.graph_encoder "$TMP/ll_ref/graph_encoder.safetensors" \
-  --model.projector "$TMP/ll_ref/graph_projector.bin" --model.adapter "$TMP/ll_ref/adapter" \
-  --data.instructions "$TMP/tree_test.json" --data.max_len 1024 --eval.max_new_tokens 4 --out "$TMP/ev" \
-  >/dev/null 2>"$TMP/ev.err"
-check "eval of the llaga run answers every test record" "$PY" -c "
-import json, sys
-rows = [json.loads(l) for l in open('$TMP/ev/predictions.jsonl')]
-sys.exit(0 if len(rows) == 6 else 1)"
+evals_every_record ll_ref "$TMP/tree_test.json" 6
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
 resumes_bit_exact ll "graph_projector.safetensors adapter/adapter_model.safetensors" LLAGA
