@@ -318,7 +318,9 @@ def main():
         print(f"  {v['name']} minus the GCN: accuracy {v['accuracy_minus']:+.4f} {ci(v['accuracy_ci'])}, "
               f"macro-F1 {v['macro_f1_minus']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
     for v in versus_probe:
-        print(f"  {v['name']} minus the linear probe of its own encoder: accuracy {v['accuracy_minus']:+.4f} "
+        # The hop field's second reader (every hop of the centre) is named as such.
+        what = "the linear probe of its own encoder" if v["other"].startswith("linear probe") else "the " + v["other"].split(",")[0]
+        print(f"  {v['name']} minus {what}: accuracy {v['accuracy_minus']:+.4f} "
               f"{ci(v['accuracy_ci'])}, macro-F1 {v['macro_f1_minus']:+.4f} {ci(v['macro_f1_ci'])} (paired bootstrap)")
     if args.json:
         with open(args.json, "w") as f:

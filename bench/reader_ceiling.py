@@ -23,6 +23,8 @@ scored on the validation papers; mean over the splits, then each split. Rows:
   hop field      X, AX, A^2X, A^3X and A^4X side by side (A the GCN's normalised adjacency, on
                  the whole graph): LLaGA's hop-field overview, one token a hop, read linearly
                  (SGC's and SIGN's features); no GNN, no encoder to ground
+  hop field of [X, z]  the same over the features beside the GCN's output z (standardised
+                 column by column): recipe hop_field_gcn's tokens, read linearly
   +text          (graphs with text) the GCN's probabilities times those of a logistic
                  regression on the paper's own raw keywords (unstandardised, weight decay 1e-3):
                  what its words, which the LLM reads in the prompt and the GCN sees only as 128
@@ -90,10 +92,12 @@ def main():
         classes = int(y.max()) + 1
         a_hat = normalised(a)
         rings = hop_means(a)
-        field = [x]
-        for _ in range(FIELD_HOPS):
-            field.append(a_hat @ field[-1])
-        field = np.hstack(field)
+        def hop_field(f):
+            out = [f]
+            for _ in range(FIELD_HOPS):
+                out.append(a_hat @ out[-1])
+            return np.hstack(out)
+        field = hop_field(x)
         rows = {}
         for seed in range(3):
             train, val = split(y, seed)
@@ -117,6 +121,7 @@ def main():
                                           standardise=False).argmax(1).numpy()
             row("X", read(x))
             row("hop field", read(field))
+            row("hop field of [X, z]", read(hop_field(np.hstack([x, (z - z.mean(0)) / z.std(0)]))))
             if name == "cora_ml":
                 text = softmax(probe_logits(words[train], y[train], words[val], classes, weight_decay=1e-3,
                                             standardise=False).numpy())
