@@ -22,6 +22,14 @@ int64_t GraphEncoderConfig::template_nodes() const {
   return is_llaga() ? template_slots() : is_hop_field() ? field_hops + 1 : 0;
 }
 
+std::string GraphEncoderConfig::template_reads() const {
+  if (is_llaga())
+    return "the llaga encoder reads LLaGA's trees of " + std::to_string(template_nodes()) + " slots (hops " +
+           std::to_string(llaga_hops) + ", fanout " + std::to_string(llaga_fanout) + ")";
+  return "the hop_field encoder reads its centre once a hop, " + std::to_string(template_nodes()) + " times (hops " +
+         std::to_string(field_hops) + ")";
+}
+
 std::string GraphEncoderConfig::template_records_hint() const {
   if (is_llaga())
     return "build the records with graphtune data build --template llaga --hops " + std::to_string(llaga_hops) +
@@ -331,13 +339,8 @@ torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::
 
 void GraphEncoderImpl::check_template_nodes(int64_t n) const {
   if (n == cfg_.template_nodes()) return;
-  const std::string reads = cfg_.is_llaga() ? "the llaga encoder reads LLaGA's trees of " + std::to_string(cfg_.template_nodes()) +
-                                                  " slots (hops " + std::to_string(cfg_.llaga_hops) + ", fanout " +
-                                                  std::to_string(cfg_.llaga_fanout) + ")"
-                                            : "the hop_field encoder reads its centre once a hop, " +
-                                                  std::to_string(cfg_.template_nodes()) + " times (hops " +
-                                                  std::to_string(cfg_.field_hops) + ")";
-  fail("graph encoder input", "a graph of " + std::to_string(n) + " nodes; " + reads + ": " + cfg_.template_records_hint());
+  fail("graph encoder input",
+       "a graph of " + std::to_string(n) + " nodes; " + cfg_.template_reads() + ": " + cfg_.template_records_hint());
 }
 
 torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x) const {

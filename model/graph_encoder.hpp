@@ -100,7 +100,9 @@ struct GraphEncoderConfig {
   // The nodes of every graph a template encoder reads: llaga's slots, hop_field's K + 1 (0 for
   // GraphGPT's encoders, whose graphs vary).
   int64_t template_nodes() const;
-  // What makes the records a template encoder reads: "graphtune data build --template ...".
+  // What a template encoder reads ("the llaga encoder reads LLaGA's trees of ...") and what makes
+  // those records ("build the records with graphtune data build --template ..."), for errors.
+  std::string template_reads() const;
   std::string template_records_hint() const;
   std::string problem() const;  // "" when consistent, else what is wrong
 };

@@ -81,10 +81,7 @@ void load_projector_checkpoint(GraphGpt& model, const std::string& folder) {
 void check_records_fit_template(const std::vector<InstructionRecord>& records, const GraphEncoderConfig& c,
                                 const std::string& file) {
   const int64_t nodes = c.template_nodes();
-  const std::string reads = c.is_llaga() ? "the llaga encoder reads LLaGA's trees of " + std::to_string(nodes) + " slots (hops " +
-                                               std::to_string(c.llaga_hops) + ", fanout " + std::to_string(c.llaga_fanout) + ")"
-                                         : "the hop_field encoder reads its centre once a hop, " + std::to_string(nodes) +
-                                               " times (hops " + std::to_string(c.field_hops) + ")";
+  const std::string reads = c.template_reads();
   for (const InstructionRecord& r : records)
     for (const GraphRef& g : r.graphs) {
       if (static_cast<int64_t>(g.node_list.size()) != nodes)
