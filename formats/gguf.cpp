@@ -250,13 +250,18 @@ GgufFile GgufFile::open(const std::string& path) {
     const GgufTensorInfo& t = *by_offset[k];
     const std::string desc = "tensor '" + t.name + "' (" + ggml_type_name(t.type) + ", shape " + with_commas(t.ne) +
                              ", " + std::to_string(t.n_bytes) + " bytes)";
-    if (k + 1 < by_offset.size() && t.offset + t.n_bytes > by_offset[k + 1]->offset)
+    // Offsets come from the file and may be near 2^64: every comparison subtracts, never adds.
+    if (k + 1 < by_offset.size() && t.n_bytes > by_offset[k + 1]->offset - t.offset)
       fail(path, desc + " overlaps tensor '" + by_offset[k + 1]->name + "' " +
                      std::to_string(by_offset[k + 1]->offset - t.offset) +
                      " bytes after it: its size does not match its shape and type");
-    if (f.data_start_ + t.offset > map->len || t.n_bytes > map->len - f.data_start_ - t.offset)
+    const uint64_t len = map->len;
+    if (f.data_start_ > len || t.offset > len - f.data_start_)
+      fail(path, "truncated: " + desc + " starts " + std::to_string(t.offset) + " bytes into the data section at byte " +
+                     std::to_string(f.data_start_) + ", but the file is " + std::to_string(len) + " bytes");
+    if (t.n_bytes > len - f.data_start_ - t.offset)
       fail(path, "truncated: " + desc + " ends at byte " + std::to_string(f.data_start_ + t.offset + t.n_bytes) +
-                     ", but the file is " + std::to_string(map->len) + " bytes");
+                     ", but the file is " + std::to_string(len) + " bytes");
   }
   return f;
 }

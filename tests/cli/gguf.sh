@@ -54,6 +54,8 @@ patched(good, os.path.join(tmp, "unknown_type.gguf"), typ, struct.pack("<I", 99)
 # token_embd is [vocab, dim] in torch order, ne = [dim, vocab]: one more row runs into the next
 # tensor.
 patched(good, os.path.join(tmp, "size_mismatch.gguf"), dims + 8, struct.pack("<Q", t.TINY["vocab"] + 1))
+# An offset near 2^64 (still a multiple of the alignment) must not wrap around into the file.
+patched(good, os.path.join(tmp, "offset_wraps.gguf"), typ + 4, struct.pack("<Q", 2**64 - 32))
 _, typ = info_at(os.path.join(tmp, "q4.gguf"), "x")
 patched(os.path.join(tmp, "q4.gguf"), os.path.join(tmp, "iq4_nl.gguf"), typ, struct.pack("<I", 20))
 PYEOF
@@ -75,6 +77,9 @@ expect_fail "unknown tensor type" "$F/unknown_type.gguf: tensor 'token_embd.weig
 expect_fail "size does not match shape and type" \
   "$F/size_mismatch.gguf: tensor 'token_embd.weight' (F32, shape [32, 41], 5248 bytes) overlaps tensor" -- \
   "$DRIVER" llama "$F/size_mismatch.gguf" "$TMP/x.safetensors"
+expect_fail "an offset that wraps around 2^64" \
+  "$F/offset_wraps.gguf: truncated: tensor 'token_embd.weight' (F32, shape [32, 40], 5120 bytes) starts 18446744073709551584 bytes into the data section" -- \
+  "$DRIVER" llama "$F/offset_wraps.gguf" "$TMP/x.safetensors"
 expect_fail "a type graphtune cannot decode" "$F/iq4_nl.gguf: tensor 'x' has ggml type IQ4_NL, which graphtune cannot dequantize" -- \
   "$DRIVER" dump "$F/iq4_nl.gguf" "$TMP/x.safetensors"
 expect_fail "architecture gpt2" "$F/gpt2.gguf: general.architecture is 'gpt2'; supported: llama (LLaMA, Llama 3.x, Mistral), qwen2" -- \
