@@ -74,7 +74,10 @@ void validate(const InstructionBuildOptions& o) {
   check_fraction("--edge-test-frac", o.edge_test_frac);
   if (o.edge_val_frac + o.edge_test_frac > 1)
     fail("--edge-test-frac", "--edge-val-frac + --edge-test-frac add up to more than 1");
-  if (o.hops < 0 || o.hops > 8) fail("--hops", "must be in [0, 8], got " + std::to_string(o.hops));
+  // A subgraph's size grows with fanout^hops; the hop field's graph is the centre once a hop, so
+  // its own bound (below) replaces this one.
+  if (o.record_template != "hop_field" && (o.hops < 0 || o.hops > 8))
+    fail("--hops", "must be in [0, 8], got " + std::to_string(o.hops));
   if (o.fanout < 1 || o.fanout > 1000) fail("--fanout", "must be in [1, 1000], got " + std::to_string(o.fanout));
   if (o.max_nodes < 0) fail("--max-nodes", "must be >= 0 (0: no cap), got " + std::to_string(o.max_nodes));
   if (o.max_records < 0) fail("--max-records", "must be >= 0 (0: all), got " + std::to_string(o.max_records));
