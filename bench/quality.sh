@@ -28,7 +28,7 @@
 #   gcn       lora_all with GraphGPT's other encoder, its two-layer GCN
 #             ([model].graph_encoder_type = "gcn"), grounded in the labels as labels grounds the
 #             graph transformer but with encoder dropout 0.4 for 900 steps (chosen on the
-#             validation papers' probe), with its own stage 1. The best recipe, and the default;
+#             validation papers' probe), with its own stage 1. The default until hop_field;
 #   encoder   gcn's grounding and stage 1, then stage 2 trains the encoder too, end to end
 #             through the frozen LLM ([training].trainable = "graphgpt+encoder", no LoRA, lr 2e-3,
 #             ENCODER_LR 1e-3), on every training paper;
@@ -40,20 +40,22 @@
 #             its place in the tree ([model].graph_encoder_type = "llaga"); stage 2 trains the
 #             projector and LoRA as gcn does, on every training paper;
 #   hop_field LLaGA's other template, its hop-field overview: no GNN, no grounding, no stage 1;
-#             each paper's graph tokens are its features after 0..FIELD_HOPS (default 4) steps of
+#             each paper's graph tokens are its features after 0..FIELD_HOPS (default 16) steps of
 #             the GCN's propagation over the whole graph, one token a hop (records of the same
 #             papers, data build --template hop_field; [model].graph_encoder_type = "hop_field");
 #             stage 2 as llaga's. Its probe reads the centre's own token (hop 0); a second row
-#             reads every hop of the centre;
+#             reads every hop of the centre. The best recipe on both graphs' validation papers,
+#             and the default;
 #   hop_field_gcn  gcn's grounding, then hop_field with that grounded GCN's output for every
 #             paper (standardised) beside its features before the propagation
 #             ([model].hop_field_base); no stage 1.
 # With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
-# Not part of CI. The default (gcn alone, with the baselines and zero-shot) took 53 minutes on
-# 2 cores in one measured run, depending on the machine; every recipe, ablations included, about
-# twice that (docs/quality.md). Usage:
+# Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
+# timed as one whole run alone: its recipe took 45 minutes on Cora-ML and 31 on LINQS, each
+# beside other work on 2 cores (gcn's default run took 53 minutes in all); every recipe,
+# ablations included, several times that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
 # zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
@@ -61,10 +63,10 @@
 # Settings are chosen on the validation papers: SCORE_ON=val scores every row on them (the split's
 # other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
 # papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
-# Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("gcn"; every row:
+# Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("hop_field"; every row:
 # "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field hop_field_gcn"), RECIPE_SEEDS (1),
 # ENCODER_LR (1e-3),
-# LLAGA_FANOUT (10), FIELD_HOPS (4),
+# LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # STAGE2_RECORDS (480), SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -83,7 +85,7 @@ PY=${GRAPHTUNE_PYTHON:-$HOME/.cache/graphtune/venv/bin/python}
 ASSETS=${GRAPHTUNE_ASSETS:-../shared/assets}
 OUT=${1:-runs/quality}
 GRAPHS=${QUALITY_GRAPHS:-cora_ml linqs}
-RECIPES=${RECIPES:-gcn}
+RECIPES=${RECIPES:-hop_field}
 SHORT=${SHORT:-0}
 SCORE_ON=${SCORE_ON:-test}
 ZERO_SHOT=${ZERO_SHOT:-1}
@@ -100,7 +102,7 @@ SEEDS=${SEEDS:-5}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1}
 ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
-FIELD_HOPS=${FIELD_HOPS:-4}
+FIELD_HOPS=${FIELD_HOPS:-16}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)

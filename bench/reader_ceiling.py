@@ -22,6 +22,8 @@ scored on the validation papers; mean over the splits, then each split. Rows:
                  what a token of the centre alone carries
   hop field      X, AX, A^2X, A^3X and A^4X side by side (A the GCN's normalised adjacency, on
                  the whole graph): LLaGA's hop-field overview, one token a hop, read linearly
+  hop field, K hops  the same with X to A^K X, for K in FIELD_HOPS_SWEEP: how far the field
+                 should reach (recipe hop_field's FIELD_HOPS)
                  (SGC's and SIGN's features); no GNN, no encoder to ground
   hop field of [X, z]  the same over the features beside the GCN's output z (standardised
                  column by column): recipe hop_field_gcn's tokens, read linearly
@@ -31,7 +33,8 @@ scored on the validation papers; mean over the splits, then each split. Rows:
                  hashes, could add
 
   bench/reader_ceiling.py [ASSETS]   # after scripts/build.sh; default ../shared/assets or
-                                     # $GRAPHTUNE_ASSETS; about 3 minutes on 2 cores
+                                     # $GRAPHTUNE_ASSETS; 26 minutes on 2 cores beside a bench
+                                     # run, most of it the 10- to 32-hop fields
 """
 import os
 import subprocess
@@ -46,6 +49,7 @@ from label_input_probe import gcn_outputs, load, normalised, probe, probe_logits
 
 TELEPORT, HOPS = 0.1, 10
 FIELD_HOPS, FIELD_WEIGHT_DECAY = 4, 1e-3  # the decay chosen on the validation papers from 1e-4, 1e-3, 5e-3
+FIELD_HOPS_SWEEP = (10, 16, 24, 32)
 
 
 def hop_means(a):
@@ -92,12 +96,14 @@ def main():
         classes = int(y.max()) + 1
         a_hat = normalised(a)
         rings = hop_means(a)
-        def hop_field(f):
+        def hops_of(f, k):
             out = [f]
-            for _ in range(FIELD_HOPS):
+            for _ in range(k):
                 out.append(a_hat @ out[-1])
-            return np.hstack(out)
+            return out
+        hop_field = lambda f: np.hstack(hops_of(f, FIELD_HOPS))
         field = hop_field(x)
+        far = hops_of(x, max(FIELD_HOPS_SWEEP))
         rows = {}
         for seed in range(3):
             train, val = split(y, seed)
@@ -121,6 +127,8 @@ def main():
                                           standardise=False).argmax(1).numpy()
             row("X", read(x))
             row("hop field", read(field))
+            for k in FIELD_HOPS_SWEEP:
+                row(f"hop field, {k} hops", read(np.hstack(far[:k + 1])))
             row("hop field of [X, z]", read(hop_field(np.hstack([x, (z - z.mean(0)) / z.std(0)]))))
             if name == "cora_ml":
                 text = softmax(probe_logits(words[train], y[train], words[val], classes, weight_decay=1e-3,
@@ -128,7 +136,7 @@ def main():
                 row("+text", (softmax(z)[val] * text).argmax(1))
         print(f"{name} (validation papers, mean of 3 splits, then each; {time.time() - t0:.0f} s)")
         for key, v in rows.items():
-            print(f"  {key:10s} {np.mean(v):.3f}   {'  '.join(f'{t:.3f}' for t in v)}", flush=True)
+            print(f"  {key:19s} {np.mean(v):.3f}   {'  '.join(f'{t:.3f}' for t in v)}", flush=True)
 
 
 if __name__ == "__main__":
