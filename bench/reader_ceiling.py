@@ -22,9 +22,9 @@ scored on the validation papers; mean over the splits, then each split. Rows:
                  what a token of the centre alone carries
   hop field      X, AX, A^2X, A^3X and A^4X side by side (A the GCN's normalised adjacency, on
                  the whole graph): LLaGA's hop-field overview, one token a hop, read linearly
+                 (SGC's and SIGN's features); no GNN, no encoder to ground
   hop field, K hops  the same with X to A^K X, for K in FIELD_HOPS_SWEEP: how far the field
                  should reach (recipe hop_field's FIELD_HOPS)
-                 (SGC's and SIGN's features); no GNN, no encoder to ground
   hop field of [X, z]  the same over the features beside the GCN's output z (standardised
                  column by column): recipe hop_field_gcn's tokens, read linearly
   +text          (graphs with text) the GCN's probabilities times those of a logistic
