@@ -25,7 +25,7 @@ scored on the validation papers; mean over the splits, then each split. Rows:
                  (SGC's and SIGN's features); no GNN, no encoder to ground
   hop field, K hops  the same with X to A^K X, for K in FIELD_HOPS_SWEEP: how far the field
                  should reach (recipe hop_field's FIELD_HOPS)
-  hop field of [X, z]  the same over the features beside the GCN's output z (standardised
+  hop field of [X, z]  the 4-hop field over the features beside the GCN's output z (standardised
                  column by column): recipe hop_field_gcn's tokens, read linearly
   +text          (graphs with text) the GCN's probabilities times those of a logistic
                  regression on the paper's own raw keywords (unstandardised, weight decay 1e-3):
