@@ -102,8 +102,8 @@ def main():
                 out.append(a_hat @ out[-1])
             return out
         hop_field = lambda f: np.hstack(hops_of(f, FIELD_HOPS))
-        field = hop_field(x)
         far = hops_of(x, max(FIELD_HOPS_SWEEP))
+        field = np.hstack(far[:FIELD_HOPS + 1])
         rows = {}
         for seed in range(3):
             train, val = split(y, seed)
