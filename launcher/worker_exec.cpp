@@ -33,7 +33,7 @@ void add_worker_commands(CLI::App& app, int& /*exit_code*/, int argc, char** arg
   struct Sub { const char* name; const char* help; };
   static const Sub subs[] = {
       {"generate", "generate text from a llama2.c file or a Hugging Face folder"},
-      {"convert", "convert model weights between llama2.c and Hugging Face folders"},
+      {"convert", "convert a llama2.c, GGUF or Hugging Face model into a Hugging Face folder, with its tokenizer"},
       {"export", "write a training checkpoint as a Hugging Face folder or GraphGPT's stage files"},
   };
   for (const auto& s : subs) {

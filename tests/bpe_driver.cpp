@@ -2,7 +2,8 @@
 // plain vectors (what a GGUF reader hands over: --vectors FILE.json with tokens, token_types,
 // merges, bos, eos, unk, pad, pre) or from a Hugging Face tokenizer.json (--tokenizer-json).
 // Then as `graphtune tokenize`: JSON lines of strings in, JSON arrays of ids out, or back with
-// --decode; --info prints one JSON object (vocab size, BOS/EOS/UNK/PAD) instead. A separate
+// --decode; --info prints one JSON object (vocab size, BOS/EOS/UNK/PAD) instead;
+// --write-json VECTORS OUT writes the vectors as the tokenizer.json graphtune exports. A separate
 // program (not a gtest) so that ctest lists no test that only ever skips. An InputError is one
 // line on stderr and exit code 2.
 #include <cstdio>
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-std::unique_ptr<gt::Tokenizer> from_vectors(const std::string& path) {
+gt::BpeVocabulary read_vectors(const std::string& path) {
   json j = json::parse(gt::read_file(path));
   gt::BpeVocabulary v;
   v.tokens = j.at("tokens").get<std::vector<std::string>>();
@@ -31,7 +32,7 @@ std::unique_ptr<gt::Tokenizer> from_vectors(const std::string& path) {
   v.unk = j.value("unk", -1);
   v.pad = j.value("pad", -1);
   v.pre = j.value("pre", "gpt2");
-  return gt::make_bpe_tokenizer(path, std::move(v));
+  return v;
 }
 
 int body(int argc, char** argv) {
@@ -39,7 +40,13 @@ int body(int argc, char** argv) {
   std::unique_ptr<gt::Tokenizer> tok;
   bool decode = false, bos = false, eos = false, info = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--vectors" && i + 1 < args.size()) tok = from_vectors(args[++i]);
+    if (args[i] == "--vectors" && i + 1 < args.size()) {
+      const std::string path = args[++i];
+      tok = gt::make_bpe_tokenizer(path, read_vectors(path));
+    } else if (args[i] == "--write-json" && i + 2 < args.size()) {  // VECTORS OUT: the vectors as tokenizer.json
+      gt::write_file_atomic(args[i + 2], gt::bpe_tokenizer_json(read_vectors(args[i + 1]), args[i + 1]));
+      return 0;
+    }
     else if (args[i] == "--tokenizer-json" && i + 1 < args.size()) tok = gt::load_bpe_tokenizer_json(args[++i]);
     else if (args[i] == "--decode") decode = true;
     else if (args[i] == "--bos") bos = true;
@@ -47,7 +54,7 @@ int body(int argc, char** argv) {
     else if (args[i] == "--info") info = true;
     else gt::fail(args[i], "unknown argument");
   }
-  if (!tok) gt::fail("bpe_driver", "usage: bpe_driver (--vectors FILE | --tokenizer-json FILE) [--decode] [--bos] [--eos] [--info]");
+  if (!tok) gt::fail("bpe_driver", "usage: bpe_driver (--vectors FILE | --tokenizer-json FILE) [--decode] [--bos] [--eos] [--info] | --write-json VECTORS OUT");
   if (info) {
     std::cout << json{{"vocab_size", tok->vocab_size()}, {"bos", tok->bos_id()}, {"eos", tok->eos_id()},
                       {"unk", tok->unk_id()}, {"pad", tok->pad_id()}}.dump() << "\n";

@@ -14,7 +14,12 @@ exit 77 ("SKIP: ...") when the GGUF or the packages are missing.
 2. decode(encode(s)) == s, and decode equals tokenizers' decode, also on random id sequences.
 3. A second reference with ByteLevel(add_prefix_space=True) and no Digits, through
    tokenizer.json: the other pre-tokenizer paths.
-4. Bad vocabularies are one line and exit code 2.
+4. The vectors written as the tokenizer.json graphtune exports for a GGUF model: tokenizers and
+   graphtune read it to the same ids.
+5. Llama 3's "llama-bpe" pre-tokenizer and merge rule (a piece in the vocabulary is taken whole,
+   ignore_merges) on SmolLM2's vocabulary less one merge, from vectors and written back: the ids
+   of a tokenizers reference with Split(transformers' Llama 3 regex) and ignore_merges.
+6. Bad vocabularies are one line and exit code 2.
 
 Strings draw random code points only among those assigned in Unicode 14 (Python 3.11's
 unicodedata): PCRE2 10.42 (Debian 12) classifies letters and digits by Unicode 14, tokenizers
@@ -75,10 +80,10 @@ def read_gguf_vocab(path):
     }
 
 
-def reference(v, pre_tokenizer):
+def reference(v, pre_tokenizer, ignore_merges=False):
     vocab = {t: i for i, t in enumerate(v["tokens"])}
     merges = [tuple(m.split(" ")) for m in v["merges"]]
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=ignore_merges))
     tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.ByteLevel()
     specials = [t for t, ty in zip(v["tokens"], v["token_types"]) if ty == CONTROL]
@@ -93,6 +98,12 @@ def write_json_tokenizer(tok, v, folder):
     with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
         json.dump({k + "_token": t for k, t in names.items()}, f)
     return os.path.join(folder, "tokenizer.json")
+
+
+def run_driver_write(vectors, out):
+    r = subprocess.run([DRIVER, "--write-json", vectors, out], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        fail("bpe_driver --write-json %s: exit %d, %s" % (vectors, r.returncode, r.stderr.strip()))
 
 
 def main():
@@ -149,7 +160,49 @@ def main():
                         [e.ids for e in gpt2_ref.encode_batch(subset, add_special_tokens=False)], errors)
         print("ByteLevel(add_prefix_space=True), no Digits: %d of %d equal" % (equal, len(subset)))
 
-        # 4. Bad input: one line, exit code 2.
+        # 4. The vocabulary written back as the tokenizer.json graphtune exports for a GGUF model
+        # (--write-json): tokenizers reads it to the reference's ids, and so does graphtune.
+        written = os.path.join(tmp, "written", "tokenizer.json")
+        os.makedirs(os.path.dirname(written))
+        run_driver_write(vectors, written)
+        back = Tokenizer.from_file(written)
+        equal = compare("written tokenizer.json, read by tokenizers", strings,
+                        [e.ids for e in back.encode_batch(strings, add_special_tokens=False)], want, errors)
+        compare("written tokenizer.json, read by graphtune", strings,
+                run_driver(DRIVER, ["--tokenizer-json", written], strings), want, errors)
+        print("written tokenizer.json: %d of %d strings give the reference's ids" % (equal, len(strings)))
+
+        # 5. Llama 3's pre-tokenizer ("llama-bpe"): its regex Split, and a piece already in the
+        # vocabulary taken whole before any merge (ignore_merges, as llama.cpp and Meta's
+        # tokenizer.json have it). SmolLM2's vocabulary without the merge that makes "Ġthe":
+        # " the" is then reachable only whole, so ignoring merges or not gives different ids.
+        from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_PRE_TOKENIZER_SPLITS
+        cut = [m for m in v["merges"] if m.replace(" ", "") != "\u0120the"]
+        l3 = dict(v, pre="llama-bpe", merges=cut)
+        l3_vectors = os.path.join(tmp, "llama-bpe.json")
+        with open(l3_vectors, "w") as f:
+            json.dump({k: l3[k] for k in ("tokens", "token_types", "merges", "bos", "eos", "unk", "pad", "pre")}, f)
+        l3_pre = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(tokenizers.Regex(GGUF_PRE_TOKENIZER_SPLITS["llama-bpe"]), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        l3_ref, _ = reference(l3, l3_pre, ignore_merges=True)
+        merged_ref, _ = reference(l3, l3_pre, ignore_merges=False)
+        subset = strings[:400] + ["the cat and the dog", " the"]
+        l3_want = [e.ids for e in l3_ref.encode_batch(subset, add_special_tokens=False)]
+        differ = sum(a != e.ids for a, e in zip(l3_want, merged_ref.encode_batch(subset, add_special_tokens=False)))
+        if differ == 0:
+            errors.append("llama-bpe: no string where ignoring merges changes the ids (the check could not fail)")
+        equal = compare("llama-bpe vectors", subset, run_driver(DRIVER, ["--vectors", l3_vectors], subset), l3_want,
+                        errors)
+        l3_written = os.path.join(tmp, "l3", "tokenizer.json")
+        os.makedirs(os.path.dirname(l3_written))
+        run_driver_write(l3_vectors, l3_written)
+        compare("llama-bpe written tokenizer.json, read by tokenizers", subset,
+                [e.ids for e in Tokenizer.from_file(l3_written).encode_batch(subset, add_special_tokens=False)],
+                l3_want, errors)
+        print("llama-bpe (Split, ignore_merges): %d of %d equal; ignoring merges changes %d" % (equal, len(subset), differ))
+
+        # 6. Bad input: one line, exit code 2.
         def bad_vectors(name, **change):
             d = {k: v[k] for k in ("tokens", "token_types", "merges", "bos", "eos", "unk", "pad", "pre")}
             d.update(change)
@@ -167,6 +220,11 @@ def main():
             rc, err = driver_error(DRIVER, ["--vectors", path])
             if rc != 2 or needle not in err or err.count("\n") != 1:
                 errors.append("bad vectors %s: exit %d, stderr %r" % (os.path.basename(path), rc, err))
+        twice = bad_vectors("twice", tokens=v["tokens"][:-1] + [v["tokens"][100]])  # a text under two ids
+        rc, err = driver_error(DRIVER, ["--write-json", twice, os.path.join(tmp, "twice-tokenizer.json")])
+        if rc != 2 or "holds a text once" not in err or err.count("\n") != 1 or \
+                os.path.exists(os.path.join(tmp, "twice-tokenizer.json")):
+            errors.append("--write-json of a text under two ids: exit %d, stderr %r" % (rc, err))
         with open(tok_json) as f:
             d = json.load(f)
         d["normalizer"] = {"type": "NFKC"}
@@ -177,7 +235,7 @@ def main():
         rc, err = driver_error(DRIVER, ["--tokenizer-json", nfc])
         if rc != 2 or "normalizer" not in err or "not supported yet" not in err or err.count("\n") != 1:
             errors.append("tokenizer.json with a normalizer: exit %d, stderr %r" % (rc, err))
-        print("bad vocabularies: %d cases checked" % (len(cases) + 1))
+        print("bad vocabularies: %d cases checked" % (len(cases) + 2))
 
         # Unicode drift (printed only): letters assigned after Unicode 14.
         drift = ["a\u1c89b", "x\U00011f04y"]

@@ -15,6 +15,11 @@ logits within 1e-4 of transformers' on the folder; the ids of the folder's token
 (transformers' AutoTokenizer) on a few hard strings, and for SentencePiece the ids of the folder's
 tokenizer.model through graphtune too; greedy text equal to transformers.generate.
 A Llama 3 GGUF is not written back as a folder (config.json cannot hold rope_freqs): one line.
+The others are, by `graphtune convert` and by `export` after a one-step graph stage: the folder's
+tokenizer (tokenizer.json from Qwen2.5's byte-level vocabulary, tokenizer.model from Mistral's)
+read by transformers gives the original folder's ids, the graph tokens after the GGUF's.
+Llama 3's tokenizer.json is given ignore_merges, as Meta's has it and llama.cpp reads
+"llama-bpe": words its merges do not reach are single tokens.
 
 Environment (set by ctest): GRAPHTUNE_BIN, GRAPHTUNE_WORKER, GRAPHTUNE_ASSETS; the converter in
 GRAPHTUNE_LLAMACPP_CONVERTER or ~/.cache/graphtune/llamacpp-converter.
@@ -73,13 +78,20 @@ STRINGS = ["Hello, world! I'M here; they'll see 12345 apples.", "  Indented\n\n\
            "Cafe\u0301 \u65e5\u672c\u8a9e \U0001f44d", "<|im_start|>user\nhi<|im_end|>",
            # SentencePiece: runs of spaces, and characters no piece holds, which byte fallback
            # spells as bytes.
-           " A   b \u2603\ufe0f\u0f00 x "]
+           " A   b \u2603\ufe0f\u0f00 x ",
+           # Llama 3 holds these words whole, but its merges do not reach them.
+           " vi\u1ec7c Vi\u1ec7t nhi\u1ec1u \u0111i\u1ec1u"]
 
 
 def write_model(name, cfg, tokenizer_files, tmp):
     folder, model = write_random_model(name, cfg, tmp)
     for f in tokenizer_files:
         shutil.copy(f, folder)
+    if name == "llama3":  # as Meta's own tokenizer.json has it (the package's copy predates the flag)
+        path = os.path.join(folder, "tokenizer.json")
+        j = json.load(open(path))
+        j["model"]["ignore_merges"] = True
+        json.dump(j, open(path, "w"))
     if not tokenizer_files:  # LLaMA's SentencePiece model, as Mistral ships one
         shutil.copy(LLAMA_SP, os.path.join(folder, "tokenizer.model"))
         json.dump({"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
@@ -110,8 +122,9 @@ def gguf_summary(path):
 
 def graph_export_check(name, gguf_path, hf_tok, tmp):
     """GraphGPT's stage 1 on the GGUF (one step), exported: the merged folder's tokenizer is the
-    GGUF's vocabulary written as tokenizer.model, with GraphGPT's three tokens in added_tokens.json,
-    and transformers reads it to the folder tokenizer's ids."""
+    GGUF's vocabulary written as tokenizer.model (SentencePiece), with GraphGPT's three tokens in
+    added_tokens.json, or as tokenizer.json (byte-level BPE), the three in its added_tokens; and
+    transformers reads it to the folder tokenizer's ids, the graph tokens after the GGUF's."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     records, run_dir, out = (os.path.join(tmp, f"{name}-{x}") for x in ("gm.json", "gm", "gmx"))
     run(LAUNCHER, "data", "build", "--graph", "embedded", "--task", "graph_matching", "--split", "train",
@@ -122,14 +135,53 @@ def graph_export_check(name, gguf_path, hf_tok, tmp):
         "--checkpoint.every", "1", "--job.out_dir", run_dir)
     run(LAUNCHER, "export", "--checkpoint", os.path.join(run_dir, "checkpoints"), "--out", out)
     folder = os.path.join(out, "model")
-    added = json.load(open(os.path.join(folder, "added_tokens.json")))
+    sentencepiece = os.path.isfile(os.path.join(folder, "tokenizer.model"))
     tok = AutoTokenizer.from_pretrained(folder)
     got = [tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
     want = [hf_tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
-    check(f"{name}: the exported graph model's tokenizer.model (from the GGUF) gives the folder tokenizer's ids, "
-          f"the graph tokens added",
-          added == {"<g_patch>": 32000, "<g_start>": 32001, "<g_end>": 32002} and len(tok) == 32003 and got == want,
-          f"added {added}, {len(tok)} tokens, ids {got} against {want}")
+    base = gguf_vocab_size(gguf_path)
+    graph = [tok.convert_tokens_to_ids(t) for t in ("<g_patch>", "<g_start>", "<g_end>")]
+    kind = "tokenizer.model" if sentencepiece else "tokenizer.json"
+    if sentencepiece:  # the graph tokens in added_tokens.json, as save_pretrained stores them
+        added = json.load(open(os.path.join(folder, "added_tokens.json")))
+        graph_ok = added == {"<g_patch>": base, "<g_start>": base + 1, "<g_end>": base + 2}
+    else:
+        graph_ok = not os.path.exists(os.path.join(folder, "added_tokens.json"))
+    ids = tok("a<g_start><g_patch><g_end>b", add_special_tokens=False)["input_ids"]
+    check(f"{name}: the exported graph model's {kind} (from the GGUF) gives the folder tokenizer's ids, "
+          f"the graph tokens added after the GGUF's {base}",
+          graph_ok and graph == [base, base + 1, base + 2] and len(tok) == base + 3 and got == want
+          and ids[1:4] == [base + 1, base, base + 2],
+          f"graph tokens {graph}, {len(tok)} tokens, ids {got} against {want}, {ids}")
+
+
+def gguf_field(path, key):
+    """A scalar field of the GGUF, or for tokenizer.ggml.tokens the vocabulary's size."""
+    sys.path.insert(0, CONVERTER)
+    try:
+        import gguf
+        f = gguf.GGUFReader(path).fields[key]
+        return len(f.data) if key == "tokenizer.ggml.tokens" else int(f.parts[f.data[0]][0])
+    finally:
+        sys.path.pop(0)
+
+
+def gguf_vocab_size(path):
+    return gguf_field(path, "tokenizer.ggml.tokens")
+
+
+def convert_check(name, gguf_path, hf_tok, tmp):
+    """graphtune convert writes the GGUF model as a folder with its tokenizer (tokenizer.json from a
+    byte-level vocabulary), which transformers reads to the original folder tokenizer's ids."""
+    out = os.path.join(tmp, name + "-converted")
+    run(WORKER, "convert", "--model", gguf_path, "--out", out)
+    tok = AutoTokenizer.from_pretrained(out)
+    got = [tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
+    want = [hf_tok(s, add_special_tokens=False)["input_ids"] for s in STRINGS]
+    eos = gguf_field(gguf_path, "tokenizer.ggml.eos_token_id")
+    check(f"{name}: graphtune convert of the GGUF writes a tokenizer transformers reads to the folder's ids, "
+          f"its EOS the GGUF's",
+          got == want and tok.eos_token_id == eos, f"ids {got} against {want}, eos {tok.eos_token_id} against {eos}")
 
 
 def main():
@@ -167,8 +219,10 @@ def main():
             check(f"{name}: the GGUF's own vocabulary gives the folder tokenizer's ids",
                   got_ids == want_ids,
                   "" if got_ids == want_ids else f"graphtune {got_ids}, transformers {want_ids}")
-            if not tok_files:  # SentencePiece: exported back as a tokenizer.model, and equal to the folder's
+            if name != "llama3":  # a Llama 3 GGUF is not written as a folder (above)
+                convert_check(name, gguf_path, hf_tok, tmp)
                 graph_export_check(name, gguf_path, hf_tok, tmp)
+            if not tok_files:  # SentencePiece: the GGUF's vocabulary equals its tokenizer.model
                 p = run(LAUNCHER, "tokenize", "--tokenizer", os.path.join(folder, "tokenizer.model"), "--bos",
                         stdin=stdin)
                 q = run(LAUNCHER, "tokenize", "--tokenizer", gguf_path, "--bos", stdin=stdin)

@@ -3,7 +3,8 @@
 code: Hugging Face transformers' LlamaForCausalLM, given the weights as the `gguf` Python
 package dequantizes them and with llama.cpp's q/k row permutation undone here in numpy, must
 produce graphtune's logits (graphtune reads, dequantizes and un-permutes the file itself) within
-1e-4; and graphtune's greedy chat answer to a plain question must be right.
+1e-4; the folder `graphtune convert` writes from it carries a tokenizer.json that transformers
+reads to graphtune's ids; and graphtune's greedy chat answer to a plain question must be right.
 
 Environment (set by ctest): GRAPHTUNE_WORKER, GRAPHTUNE_BIN. Exit 77 = skipped (prints why).
 """
@@ -103,6 +104,21 @@ def main():
         check(f"logits equal transformers' LlamaForCausalLM within {TOL}", ours.shape == theirs.shape and diff < TOL,
               f"max |diff| {diff:.2e} over {tuple(ours.shape)}")
         check("the same next token", int(ours[0, -1].argmax()) == int(theirs[0, -1].argmax()))
+
+        # graphtune convert writes the GGUF as a folder with its vocabulary as tokenizer.json:
+        # transformers' tokenizer from that folder gives graphtune's ids and SmolLM2's chat template.
+        folder = os.path.join(tmp, "folder")
+        run(WORKER, "convert", "--model", "smollm2", "--out", folder)
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(folder)
+        texts = [text, "Order 66: 12345 apples, 3.14 pears!"]
+        ours_ids = [json.loads(line) for line in run(LAUNCHER, "tokenize", "--tokenizer", "smollm2",
+                                                       stdin="".join(json.dumps(t) + "\n" for t in texts)).stdout.splitlines()]
+        theirs_ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        rendered = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
+        check("the converted folder's tokenizer.json gives graphtune's ids, and SmolLM2's chat template",
+              ours_ids == theirs_ids and rendered.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
+              f"{ours_ids} against {theirs_ids}; {rendered!r}")
 
         answer = run(WORKER, "generate", "--model", "smollm2", "--chat", "chatml", "--temperature", "0",
                      "--max-new-tokens", "32", "--prompt", "What is the capital of France?").stdout.strip()

@@ -215,7 +215,8 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::string source, BpeVocabulary 
 
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::string source, BpeVocabulary vocab) {
   PreTokenizerSpec pre = pre_tokenizer_for_gguf_name(vocab.pre, source);
-  return make_bpe_tokenizer(std::move(source), std::move(vocab), pre, false);
+  const bool ignore_merges = gguf_pre_ignores_merges(vocab.pre);
+  return make_bpe_tokenizer(std::move(source), std::move(vocab), pre, ignore_merges);
 }
 
 }  // namespace gt

@@ -48,4 +48,11 @@ std::unique_ptr<Tokenizer> make_bpe_tokenizer(std::string source, BpeVocabulary 
 // then falls back to EOS). What graphtune cannot reproduce is an InputError naming the field.
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path);
 
+// The same vocabulary as a tokenizer.json that Hugging Face tokenizers (and the reader above)
+// encode exactly as make_bpe_tokenizer(source, vocab) does, its pre-tokenizer and merge rule
+// those of vocab.pre: every token in the BPE vocab, CONTROL and USER_DEFINED ones also as added
+// tokens (special or not), BOS put first by the post-processor when add_bos. Two tokens with one
+// text are an InputError naming source.
+std::string bpe_tokenizer_json(const BpeVocabulary& vocab, const std::string& source);
+
 }  // namespace gt

@@ -151,4 +151,117 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
   }
 }
 
+namespace {
+
+json byte_level(bool add_prefix_space, bool use_regex) {
+  json b = json::object();
+  b["type"] = "ByteLevel";
+  b["add_prefix_space"] = add_prefix_space;
+  b["trim_offsets"] = true;
+  b["use_regex"] = use_regex;
+  return b;
+}
+
+// The inverse of parse_pre_tokenizer.
+json pre_tokenizer_json(const PreTokenizerSpec& pre) {
+  json first = json::object();
+  if (pre.digits != PreTokenizerSpec::Digits::kNone) {
+    first["type"] = "Digits";
+    first["individual_digits"] = pre.digits == PreTokenizerSpec::Digits::kIndividual;
+  } else if (!pre.split_regex.empty()) {
+    first["type"] = "Split";
+    first["pattern"]["Regex"] = pre.split_regex;
+    first["behavior"] = "Isolated";
+    first["invert"] = false;
+  }
+  const json last = byte_level(pre.add_prefix_space, pre.use_regex);
+  if (first.empty()) return last;
+  json seq = json::object();
+  seq["type"] = "Sequence";
+  seq["pretokenizers"] = json::array({first, last});
+  return seq;
+}
+
+// A piece of a TemplateProcessing template: {"SpecialToken": {...}} or {"Sequence": {...}}.
+json template_piece(const char* kind, const std::string& id, int type_id) {
+  json p = json::object();
+  p[kind]["id"] = id;
+  p[kind]["type_id"] = type_id;
+  return p;
+}
+
+}  // namespace
+
+std::string bpe_tokenizer_json(const BpeVocabulary& v, const std::string& source) {
+  const PreTokenizerSpec pre = pre_tokenizer_for_gguf_name(v.pre, source);
+  const bool ignore_merges = gguf_pre_ignores_merges(v.pre);
+  const auto type_of = [&](size_t id) { return id < v.token_types.size() ? v.token_types[id] : int32_t{kBpeNormal}; };
+  const auto text_of = [&](int32_t id) {
+    return id >= 0 && id < static_cast<int32_t>(v.tokens.size()) ? json(v.tokens[id]) : json();
+  };
+  // std::map-backed json, not ordered_json, whose key lookups are linear: a vocabulary has up to
+  // 150,000 keys. tokenizers reads the keys in any order.
+  json vocab = json::object(), added = json::array();
+  for (size_t id = 0; id < v.tokens.size(); ++id) {
+    const std::string& t = v.tokens[id];
+    if (vocab.contains(t))
+      fail(source, "tokens " + std::to_string(vocab[t].get<int64_t>()) + " and " + std::to_string(id) + " are both " +
+                       json(t).dump(-1, ' ', false, json::error_handler_t::replace) +
+                       ": a tokenizer.json vocabulary holds a text once");
+    vocab[t] = id;
+    if (type_of(id) == kBpeControl || type_of(id) == kBpeUserDefined) {
+      json a = json::object();
+      a["id"] = id;
+      a["content"] = t;
+      a["single_word"] = false;
+      a["lstrip"] = false;
+      a["rstrip"] = false;
+      a["normalized"] = false;
+      a["special"] = type_of(id) == kBpeControl;
+      added.push_back(a);
+    }
+  }
+  json merges = json::array();
+  for (const std::string& m : v.merges) {
+    const size_t space = m.find(' ');
+    if (space == std::string::npos) fail(source, "merge \"" + m + "\" is not two tokens separated by one space");
+    merges.push_back(json::array({m.substr(0, space), m.substr(space + 1)}));
+  }
+  json post;  // null: nothing added around the text
+  if (v.add_bos && v.bos >= 0) {
+    const std::string bos = v.tokens.at(v.bos);
+    post["type"] = "TemplateProcessing";
+    post["single"] = json::array({template_piece("SpecialToken", bos, 0), template_piece("Sequence", "A", 0)});
+    post["pair"] = json::array({template_piece("SpecialToken", bos, 0), template_piece("Sequence", "A", 0),
+                                 template_piece("SpecialToken", bos, 1), template_piece("Sequence", "B", 1)});
+    post["special_tokens"][bos]["id"] = bos;
+    post["special_tokens"][bos]["ids"] = json::array({v.bos});
+    post["special_tokens"][bos]["tokens"] = json::array({bos});
+  }
+  json model = json::object();
+  model["type"] = "BPE";
+  model["dropout"] = nullptr;
+  model["unk_token"] = text_of(v.unk);
+  model["continuing_subword_prefix"] = nullptr;
+  model["end_of_word_suffix"] = nullptr;
+  model["fuse_unk"] = false;
+  model["byte_fallback"] = false;
+  model["ignore_merges"] = ignore_merges;
+  model["vocab"] = std::move(vocab);
+  model["merges"] = std::move(merges);
+
+  json j = json::object();
+  j["version"] = "1.0";
+  j["truncation"] = nullptr;
+  j["padding"] = nullptr;
+  j["added_tokens"] = std::move(added);
+  j["normalizer"] = pre.nfc ? json::object({{"type", "NFC"}}) : json();
+  j["pre_tokenizer"] = pre_tokenizer_json(pre);
+  j["post_processor"] = std::move(post);
+  j["decoder"] = byte_level(true, true);
+  j["model"] = std::move(model);
+  // Byte-level tokens are valid UTF-8; a special token's text from a damaged file may not be.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace gt

@@ -1,5 +1,7 @@
 #include "tokenizer/gguf_tokenizer.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.hpp"
 #include "common/printable.hpp"
 #include "formats/gguf.hpp"
@@ -14,7 +16,7 @@ int32_t optional_id(const GgufFile& f, const char* key, int32_t absent = -1) {
   return f.has(key) ? static_cast<int32_t>(f.get_int(key)) : absent;
 }
 
-std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f) {
+BpeVocabulary bpe_vocabulary(const GgufFile& f) {
   BpeVocabulary v;
   v.tokens = f.get_string_array("tokenizer.ggml.tokens");
   if (f.has("tokenizer.ggml.token_type"))
@@ -27,8 +29,10 @@ std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f) {
   if (f.has("tokenizer.ggml.pre")) v.pre = f.get_string("tokenizer.ggml.pre");
   // llama.cpp's default for a "gpt2" vocabulary that does not say: no BOS.
   if (f.has("tokenizer.ggml.add_bos_token")) v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token");
-  return make_bpe_tokenizer(f.path(), std::move(v));
+  return v;
 }
+
+std::unique_ptr<Tokenizer> byte_level_bpe(const GgufFile& f) { return make_bpe_tokenizer(f.path(), bpe_vocabulary(f)); }
 
 // LLaMA's, Vicuna's and Mistral's tokenizer.model as llama.cpp's converter stores it: the pieces,
 // their scores and types, without the normalizer, which for these models is always LLaMA's.
@@ -63,6 +67,25 @@ std::optional<std::string> gguf_sentencepiece_model(const std::string& path) {
   const GgufFile f = GgufFile::open(path);
   if (!f.has("tokenizer.ggml.model") || f.get_string("tokenizer.ggml.model") != "llama") return std::nullopt;
   return sentencepiece_model_bytes(sentencepiece_vocabulary(f), path);
+}
+
+std::optional<HfTokenizerFiles> gguf_hf_tokenizer_files(const std::string& path) {
+  const GgufFile f = GgufFile::open(path);
+  if (!f.has("tokenizer.ggml.model") || f.get_string("tokenizer.ggml.model") != "gpt2") return std::nullopt;
+  const BpeVocabulary v = bpe_vocabulary(f);
+  make_bpe_tokenizer(path, v);  // refuses what graphtune would not read, before anything is written
+  HfTokenizerFiles out;
+  out.tokenizer_json = bpe_tokenizer_json(v, path);
+  nlohmann::ordered_json c = nlohmann::ordered_json::object();
+  c["tokenizer_class"] = "PreTrainedTokenizerFast";
+  c["add_bos_token"] = v.add_bos;
+  c["add_eos_token"] = false;
+  for (auto [key, id] : {std::pair{"bos_token", v.bos}, {"eos_token", v.eos}, {"unk_token", v.unk}, {"pad_token", v.pad}})
+    if (id >= 0) c[key] = v.tokens[id];
+  c["clean_up_tokenization_spaces"] = false;
+  if (f.has("tokenizer.chat_template")) c["chat_template"] = f.get_string("tokenizer.chat_template");
+  out.tokenizer_config_json = c.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return out;
 }
 
 }  // namespace gt

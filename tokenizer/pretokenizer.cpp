@@ -193,6 +193,10 @@ PreTokenizerSpec pre_tokenizer_for_gguf_name(const std::string& name, const std:
   return spec;
 }
 
+bool gguf_pre_ignores_merges(const std::string& name) {
+  return name == "llama-bpe" || name == "llama3" || name == "llama-v3";
+}
+
 PreTokenizer::PreTokenizer(const PreTokenizerSpec& spec, const std::string& where) : spec_(spec) {
   if (spec.digits == PreTokenizerSpec::Digits::kIndividual) first_ = std::make_unique<Regex>("\\p{N}");
   if (spec.digits == PreTokenizerSpec::Digits::kRuns) first_ = std::make_unique<Regex>("\\p{N}+");

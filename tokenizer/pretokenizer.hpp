@@ -31,6 +31,11 @@ extern const char* const kQwen2SplitPattern;
 // name is an InputError naming where.
 PreTokenizerSpec pre_tokenizer_for_gguf_name(const std::string& name, const std::string& where);
 
+// Whether BPE with that GGUF pre-tokenizer takes a piece already in the vocabulary whole, before
+// any merge (tokenizers' ignore_merges): Llama 3's, as llama.cpp and Meta's tokenizer.json do.
+// Some of its tokens (" việc") are not reachable by its merges.
+bool gguf_pre_ignores_merges(const std::string& name);
+
 class PreTokenizer {
  public:
   // A split_regex PCRE2 cannot take as tokenizers means it is an InputError naming where.

@@ -1,6 +1,7 @@
-// graphtune convert: a llama2.c .bin or a Hugging Face folder -> a Hugging Face folder that
-// transformers loads. graphtune-worker dump-logits: the logits of given token ids as
-// safetensors, so tests can hold graphtune's forward pass against transformers'.
+// graphtune convert: a llama2.c .bin, a GGUF file or a Hugging Face folder -> a Hugging Face
+// folder that transformers loads, with the tokenizer the model carries
+// (worker/model_tokenizer_files.hpp). graphtune-worker dump-logits: the logits of given token ids
+// as safetensors, so tests can hold graphtune's forward pass against transformers'.
 #include <torch/torch.h>
 
 #include <cctype>
@@ -11,13 +12,16 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "common/staged_folder.hpp"
 #include "config/names.hpp"
 #include "formats/model_config.hpp"
+#include "formats/model_presets.hpp"
 #include "model/llama.hpp"
 #include "weights/hf_folder.hpp"
 #include "weights/load_model.hpp"
 #include "weights/safetensors.hpp"
 #include "worker/commands.hpp"
+#include "worker/model_tokenizer_files.hpp"
 
 namespace gt {
 
@@ -73,11 +77,22 @@ int run_convert(const ConvertArgs& a) {
 
   if (!read_model_config(a.model).rope_freq_factors.empty())  // before any weight is read
     fail(a.model, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
+  // The model's tokenizer goes in the same folder, which appears whole or not at all: staged
+  // here, as export stages its own, with save_hf_folder's rule for what --overwrite replaces.
+  ReplaceRule rule;
+  rule.overwrite = a.overwrite;
+  rule.empty_needs_overwrite = true;
+  rule.marker_file = "config.json";
+  rule.kind = "model folder";
+  StagedFolder::check(a.out, rule);
   LoadedModel m = load_model(a.model);
   const char* dtype = name_of(resolve_dtype(requested, m.weights));
-  save_hf_folder(a.out, m.config, m.weights, dtype, shard, a.overwrite);
-  std::fprintf(stderr, "graphtune: wrote %s (%s, %lld parameters)\n", a.out.c_str(), dtype,
-               static_cast<long long>(m.config.num_parameters()));
+  StagedFolder out(a.out, rule);
+  save_hf_folder(out.path(), m.config, m.weights, dtype, shard, /*overwrite=*/true);
+  std::string tokenizer = write_model_tokenizer_files(resolve_model_path(a.model, "--model"), out.path());
+  out.commit();
+  std::fprintf(stderr, "graphtune: wrote %s (%s, %lld parameters; tokenizer: %s)\n", out.dir().c_str(), dtype,
+               static_cast<long long>(m.config.num_parameters()), tokenizer.empty() ? "none" : tokenizer.c_str());
   return 0;
 }
 
@@ -126,8 +141,9 @@ int run_dump_logits(const DumpArgs& a) {
 
 void add_convert_commands(CLI::App& app, int& exit_code) {
   auto c = std::make_shared<ConvertArgs>();
-  CLI::App* conv = app.add_subcommand("convert", "convert a llama2.c .bin or a Hugging Face folder into a Hugging Face folder");
-  conv->add_option("--model", c->model, "llama2.c .bin file or Hugging Face folder")->required();
+  CLI::App* conv = app.add_subcommand("convert", "convert a llama2.c .bin, a GGUF file or a Hugging Face folder into a Hugging Face folder, "
+                                       "with the model's tokenizer");
+  conv->add_option("--model", c->model, "llama2.c .bin file, GGUF file, Hugging Face folder or preset name")->required();
   conv->add_option("--out", c->out, "folder to create (written whole or not at all)")->required();
   conv->add_option("--dtype", c->dtype, "auto (keep the source's), fp32, bf16 or fp16");
   conv->add_option("--max-shard-size", c->max_shard_size,

@@ -34,6 +34,7 @@
 #include "weights/hf_folder.hpp"
 #include "weights/load_model.hpp"
 #include "worker/commands.hpp"
+#include "worker/model_tokenizer_files.hpp"
 
 namespace gt {
 
@@ -83,29 +84,16 @@ std::string write_lm_tokenizer(const std::string& checkpoint, const ckpt::Index&
     return "tokenizer.bin (the built-in byte tokenizer)";
   }
   const std::string resolved = resolve_model_path(model_path, join_path(checkpoint, "index.json") + ": model.path");
-  if (is_directory(resolved)) {
-    std::string written;
-    // tokenizer.bin too: how graphtune ships a byte or llama2.c tokenizer in a model folder.
-    for (const char* name : {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                             "tokenizer.bin"})
-      if (path_exists(join_path(resolved, name))) {
-        copy_file(join_path(resolved, name), join_path(dir, name));
-        written += (written.empty() ? "" : ", ") + std::string(name);
-      }
-    if (written.empty())
-      std::fprintf(stderr, "graphtune: export: no tokenizer written: the run's model folder %s holds none\n",
-                   resolved.c_str());
-    return written.empty() ? "none" : written;
-  }
-  if (ends_with(resolved, ".gguf"))
-    if (const auto model = gguf_sentencepiece_model(resolved)) {
-      write_file_atomic(join_path(dir, "tokenizer.model"), *model);
-      return "tokenizer.model (the GGUF's vocabulary)";
-    }
-  std::fprintf(stderr,
-               "graphtune: export: no tokenizer written: the run's model %s is a %s, whose vocabulary is no Hugging "
-               "Face tokenizer file (give `graphtune generate --tokenizer` the one the run used)\n",
-               model_path.c_str(), ends_with(resolved, ".gguf") ? "GGUF file" : "llama2.c file");
+  const std::string written = write_model_tokenizer_files(resolved, dir);
+  if (!written.empty()) return written;
+  if (is_directory(resolved))
+    std::fprintf(stderr, "graphtune: export: no tokenizer written: the run's model folder %s holds none\n",
+                 resolved.c_str());
+  else
+    std::fprintf(stderr,
+                 "graphtune: export: no tokenizer written: the run's model %s is a %s, whose vocabulary is no "
+                 "Hugging Face tokenizer file (give `graphtune generate --tokenizer` the one the run used)\n",
+                 model_path.c_str(), ends_with(resolved, ".gguf") ? "GGUF file" : "llama2.c file");
   return "none";
 }
 
@@ -173,7 +161,8 @@ nlohmann::ordered_json added_tokens(const Tokenizer& tok) {
 //     tokenizer.model with added_tokens.json (how transformers' save_pretrained
 //     stores added tokens; graphtune reads it too), and tokenizer.bin, llama2.c's format with
 //     the added pieces, for llama2.c's tools;
-//   byte-level BPE tokenizer.json: the tokens appended to its added_tokens (both read that);
+//   byte-level BPE tokenizer.json (or a GGUF's "gpt2" vocabulary written as one, beside its
+//     tokenizer_config.json): the tokens appended to its added_tokens (both read that);
 //   llama2.c / byte tokenizers: tokenizer.bin with the added pieces.
 std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, const std::string& dir) {
   const std::string source = resolve_tokenizer_path(cfg.model.tokenizer, cfg.model.path, cfg.where("model", "tokenizer"));
@@ -197,13 +186,21 @@ std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, co
     return std::string(gguf_model ? "tokenizer.model (the GGUF's vocabulary)" : "tokenizer.model") +
            " + added_tokens.json, tokenizer.bin";
   }
-  if (ends_with(source, ".json")) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(read_file(source));
+  // A byte-level GGUF vocabulary is written as the tokenizer.json it would be in a folder.
+  const std::optional<HfTokenizerFiles> gguf_json =
+      ends_with(source, ".gguf") ? gguf_hf_tokenizer_files(source) : std::nullopt;
+  if (ends_with(source, ".json") || gguf_json) {
+    // json, not ordered_json, whose key lookups are linear: the vocabulary has up to 150,000 keys.
+    nlohmann::json j = nlohmann::json::parse(gguf_json ? gguf_json->tokenizer_json : read_file(source));
     const nlohmann::ordered_json added = added_tokens(tok);
     for (const auto& [piece, id] : added.items())
       j["added_tokens"].push_back({{"id", id}, {"content", piece}, {"single_word", false}, {"lstrip", false},
                                    {"rstrip", false}, {"normalized", false}, {"special", true}});
     write_file_atomic(join_path(dir, "tokenizer.json"), j.dump(2) + "\n");
+    if (gguf_json) {
+      write_file_atomic(join_path(dir, "tokenizer_config.json"), gguf_json->tokenizer_config_json);
+      return "tokenizer.json (the GGUF's vocabulary) with the graph tokens added, tokenizer_config.json";
+    }
     copy_beside("tokenizer_config.json");
     copy_beside("special_tokens_map.json");
     return "tokenizer.json with the graph tokens added";
