@@ -31,6 +31,12 @@ std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir);
 // The folder is built under a temporary sibling name and renamed into place, so it appears
 // complete or not at all (common/staged_folder.hpp). An existing dir is an error unless overwrite is set (and even then
 // only a model folder or an empty folder is replaced, never an arbitrary directory).
+// What an existing folder at a model folder's place may be: --overwrite replaces a model folder
+// (one with config.json) or an empty folder, never an arbitrary directory; without it nothing is
+// replaced. For a command that stages the folder itself and fills it beyond save_hf_folder.
+struct ReplaceRule;  // common/staged_folder.hpp
+ReplaceRule model_folder_rule(bool overwrite);
+
 void save_hf_folder(const std::string& dir, const LlamaConfig& cfg,
                     const std::map<std::string, torch::Tensor>& weights,
                     const std::string& dtype = "fp32", int64_t max_shard_bytes = 0,

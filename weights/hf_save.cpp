@@ -60,8 +60,8 @@ std::vector<std::vector<std::string>> plan_shards(const LlamaConfig& cfg,
   return shards;
 }
 
-// What an existing folder at the output may be: --overwrite replaces a model folder (one with
-// config.json) or an empty folder, never an arbitrary directory; without it nothing is replaced.
+}  // namespace
+
 ReplaceRule model_folder_rule(bool overwrite) {
   ReplaceRule r;
   r.overwrite = overwrite;
@@ -70,8 +70,6 @@ ReplaceRule model_folder_rule(bool overwrite) {
   r.kind = "model folder";
   return r;
 }
-
-}  // namespace
 
 void save_hf_folder(const std::string& dir_in, const LlamaConfig& cfg,
                     const std::map<std::string, torch::Tensor>& weights_in, const std::string& dtype,

@@ -79,11 +79,7 @@ int run_convert(const ConvertArgs& a) {
     fail(a.model, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
   // The model's tokenizer goes in the same folder, which appears whole or not at all: staged
   // here, as export stages its own, with save_hf_folder's rule for what --overwrite replaces.
-  ReplaceRule rule;
-  rule.overwrite = a.overwrite;
-  rule.empty_needs_overwrite = true;
-  rule.marker_file = "config.json";
-  rule.kind = "model folder";
+  const ReplaceRule rule = model_folder_rule(a.overwrite);
   StagedFolder::check(a.out, rule);
   LoadedModel m = load_model(a.model);
   const char* dtype = name_of(resolve_dtype(requested, m.weights));
