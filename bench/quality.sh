@@ -52,6 +52,8 @@
 # With RECIPE_SEEDS N (default 1) each recipe runs whole N times (grounding, stage 1, stage 2 and
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
+# RECIPE_SEEDS=2,3 (a comma list) runs those seeds only, into the same RECIPE/seedS folders: one
+# seed of a long run again, or more seeds for a run that has some.
 # Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
 # timed as one whole run alone: its recipe took 45 minutes on Cora-ML and 31 on LINQS, each
 # beside other work on 2 cores (gcn's default run took 53 minutes in all); every recipe,
@@ -64,7 +66,7 @@
 # other 40%, which nothing trains on) into table-val.txt / table-val.json instead of the test
 # papers' table.txt; ZERO_SHOT=0 leaves out the zero-shot row.
 # Environment: QUALITY_GRAPHS ("cora_ml linqs", or folder paths), RECIPES ("hop_field"; every row:
-# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field hop_field_gcn"), RECIPE_SEEDS (1),
+# "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field hop_field_gcn"), RECIPE_SEEDS (1, or a list: 2,3),
 # ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (1: stage 2's epochs in every recipe; GraphGPT's own is 2),
@@ -117,7 +119,18 @@ for graph in $GRAPHS; do
   esac
   [ -f "$f" ] || { echo "bench/quality.sh: $f is missing (the shared assets; set GRAPHTUNE_ASSETS)" >&2; exit 2; }
 done
-case $RECIPE_SEEDS in ''|*[!0-9]*|0) echo "bench/quality.sh: RECIPE_SEEDS must be a positive whole number, got '$RECIPE_SEEDS'" >&2; exit 2 ;; esac
+# SEED_LIST: the seeds each recipe runs with; SEED_FOLDERS=1 puts each into RECIPE/seedS.
+case $RECIPE_SEEDS in
+  *,*) IFS=, read -ra SEED_LIST <<< "$RECIPE_SEEDS"; SEED_FOLDERS=1 ;;
+  *) SEED_LIST=(); SEED_FOLDERS=0 ;;
+esac
+for s in "${SEED_LIST[@]}" "${RECIPE_SEEDS//,*}"; do
+  case $s in ''|*[!0-9]*|0) echo "bench/quality.sh: RECIPE_SEEDS must be a positive whole number or a comma list of them (2,3), got '$RECIPE_SEEDS'" >&2; exit 2 ;; esac
+done
+if [ "$SEED_FOLDERS" = 0 ]; then
+  SEED_LIST=($(seq "$RECIPE_SEEDS"))
+  if [ "$RECIPE_SEEDS" -gt 1 ]; then SEED_FOLDERS=1; fi
+fi
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 
@@ -160,7 +173,7 @@ records() {  # records TEXTLESS FOLDER DIR
 }
 
 # One recipe on one graph, one seed: grounding (or none), stage 1 (where the graph has texts),
-# stage 2, eval on the test papers, into DIR/NAME (DIR/NAME/seedS with RECIPE_SEEDS > 1). Prints
+# stage 2, eval on the test papers, into DIR/NAME (DIR/NAME/seedS with several seeds). Prints
 # the seconds it took (lora reuses labels' grounding and stage 1, which its time leaves out).
 recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   local textless=$1 folder=$2 dir=$3 name=$4 seed=$5 t0 run from encoder projector=() tune=() records=$3/stage2.json
@@ -226,7 +239,7 @@ list() { local IFS=,; echo "$*"; }  # list A B C: "A,B,C"
 
 # Where a recipe's seed runs: DIR/NAME for one seed (as before seeds existed), DIR/NAME/seedS.
 recipe_dir() {  # recipe_dir DIR NAME SEED
-  if [ "$RECIPE_SEEDS" -eq 1 ]; then echo "$1/$2"; else echo "$1/$2/seed$3"; fi
+  if [ "$SEED_FOLDERS" = 0 ]; then echo "$1/$2"; else echo "$1/$2/seed$3"; fi
 }
 
 for graph in $GRAPHS; do
@@ -265,8 +278,8 @@ for graph in $GRAPHS; do
   pairs=()
   for recipe_name in $RECIPES; do
     evals=() encoders=() secs=0
-    for seed in $(seq "$RECIPE_SEEDS"); do
-      log "$name: recipe $recipe_name, seed $seed of $RECIPE_SEEDS"
+    for seed in "${SEED_LIST[@]}"; do
+      log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
       s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
       secs=$((secs + s))
       run_dir=$(recipe_dir "$dir" "$recipe_name" "$seed")
