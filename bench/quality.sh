@@ -55,8 +55,8 @@
 # RECIPE_SEEDS=2,3 (a comma list) runs those seeds only, into the same RECIPE/seedS folders: one
 # seed of a long run again, or more seeds for a run that has some.
 # Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
-# timed as one whole run alone: its recipe took 45 minutes on Cora-ML and 31 on LINQS, each
-# beside other work on 2 cores (gcn's default run took 53 minutes in all); every recipe,
+# timed as one whole run alone: its recipe, one seed with two stage-2 epochs, took 21 minutes on
+# Cora-ML and 11.5 on LINQS on 2 cores alone (scored on the validation papers); every recipe,
 # ablations included, several times that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
