@@ -53,8 +53,7 @@
 # eval with --training.seed 1 .. N, into RECIPE/seedS): its row is the mean over the seeds, with
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
 # RECIPE_SEEDS=2,3 (a comma list; "3," is seed 3 alone) runs those seeds only, into the same
-# RECIPE/seedS folders: one
-# seed of a long run again, or more seeds for a run that has some.
+# RECIPE/seedS folders: one seed of a long run again, or more seeds for a run that has some.
 # Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
 # timed as one whole run alone: its recipe, one seed with two stage-2 epochs, took 21 minutes on
 # Cora-ML and 11.5 on LINQS on 2 cores alone (scored on the validation papers); every recipe,
