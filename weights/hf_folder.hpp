@@ -24,19 +24,20 @@ namespace gt {
 // are dropped, and so is an lm_head.weight identical to the embedding when they are tied.
 std::map<std::string, torch::Tensor> read_hf_weights(const std::string& dir);
 
+// What an existing folder at a model folder's place may be: --overwrite replaces a model folder
+// (one with config.json) or an empty folder, never an arbitrary directory; without it nothing is
+// replaced. Public for a command that stages the folder itself and fills it beyond
+// save_hf_folder.
+struct ReplaceRule;  // common/staged_folder.hpp
+ReplaceRule model_folder_rule(bool overwrite);
+
 // Writes dir as a folder transformers 4.x/5.x loads with LlamaForCausalLM.from_pretrained:
 // config.json, generation_config.json, and model.safetensors, or, when max_shard_bytes > 0 and
 // the weights do not fit in one shard of that size, model-0000i-of-0000n.safetensors plus
 // model.safetensors.index.json. dtype: "fp32", "bf16" or "fp16" (config/names.hpp's DType).
 // The folder is built under a temporary sibling name and renamed into place, so it appears
-// complete or not at all (common/staged_folder.hpp). An existing dir is an error unless overwrite is set (and even then
-// only a model folder or an empty folder is replaced, never an arbitrary directory).
-// What an existing folder at a model folder's place may be: --overwrite replaces a model folder
-// (one with config.json) or an empty folder, never an arbitrary directory; without it nothing is
-// replaced. For a command that stages the folder itself and fills it beyond save_hf_folder.
-struct ReplaceRule;  // common/staged_folder.hpp
-ReplaceRule model_folder_rule(bool overwrite);
-
+// complete or not at all (common/staged_folder.hpp); an existing dir is replaced only as
+// model_folder_rule(overwrite) allows.
 void save_hf_folder(const std::string& dir, const LlamaConfig& cfg,
                     const std::map<std::string, torch::Tensor>& weights,
                     const std::string& dtype = "fp32", int64_t max_shard_bytes = 0,
