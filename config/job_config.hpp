@@ -60,8 +60,9 @@ struct ModelSection {
   // A PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) applied to the
   // LLM: what a projector+lora stage wrote, for eval or the next stage ("" = none).
   std::string adapter;
-  // The graph phases: the dropout probability of the frozen encoder while training (after its
-  // input projection; 0 = none, the encoder then runs in eval mode). GraphGPT's reference trains
+  // The graph phases: the dropout probability of the frozen encoder while training (gt: after its
+  // input projection; gcn: its input and hidden layer; llaga and hop_field: the node features
+  // their tokens carry; 0 = none, the encoder then runs in eval mode). GraphGPT's reference trains
   // with 0.1 active (HF Trainer's model.train() reaches the frozen tower). Masks are drawn per
   // graph from [training].seed, the global batch and the record, so every layout draws the same.
   // Phase grounding, where the encoder trains: its dropout where set (> 0), else its own.

@@ -332,8 +332,8 @@ std::pair<torch::Tensor, torch::Tensor> GraphEncoderImpl::checked_inputs(const t
 torch::Tensor GraphEncoderImpl::forward(const torch::Tensor& x_in, const torch::Tensor& edge_index, bool edges_checked,
                                         std::optional<uint64_t> dropout_seed) {
   const auto [x, ei] = checked_inputs(x_in, edge_index, edges_checked);
-  if (cfg_.is_llaga()) return forward_llaga(x, ei);
-  if (cfg_.is_hop_field()) return forward_hop_field(x);
+  if (cfg_.is_llaga()) return forward_llaga(x, ei, dropout_seed);
+  if (cfg_.is_hop_field()) return forward_hop_field(x, dropout_seed);
   return cfg_.is_gcn() ? forward_gcn(x, ei, dropout_seed) : forward_gt(x, ei, dropout_seed);
 }
 
@@ -343,20 +343,23 @@ void GraphEncoderImpl::check_template_nodes(int64_t n) const {
        "a graph of " + std::to_string(n) + " nodes; " + cfg_.template_reads() + ": " + cfg_.template_records_hint());
 }
 
-torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x) const {
+torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x, std::optional<uint64_t> dropout_seed) const {
   const int64_t n = x.size(0);
   check_template_nodes(n);
   // Row k's block k: [n, n, F] -> its diagonal over the first two dimensions, [F, n] -> [n, F].
   const torch::Tensor own_hop = x.view({n, n, x.size(1) / n}).diagonal(0, 0, 1).t();
-  return torch::cat({own_hop, hop_embedding_.to(x.scalar_type())}, 1);
+  auto gen = mask_generator(dropout_seed);
+  return torch::cat({dropout_of(own_hop, cfg_.dropout, is_training(), gen), hop_embedding_.to(x.scalar_type())}, 1);
 }
 
-torch::Tensor GraphEncoderImpl::forward_llaga(const torch::Tensor& x, const torch::Tensor& ei) const {
+torch::Tensor GraphEncoderImpl::forward_llaga(const torch::Tensor& x, const torch::Tensor& ei,
+                                              std::optional<uint64_t> dropout_seed) const {
   const int64_t n = x.size(0);
   check_template_nodes(n);
   // A pad slot is one no edge touches; the centre is real on its own.
   auto real = torch::zeros({n}, x.options()).index_fill_(0, ei.flatten(), 1.0).index_fill_(0, torch::zeros({1}, ei.options()), 1.0);
-  return torch::cat({x * real.unsqueeze(1), structure_.to(x.scalar_type())}, 1);
+  auto gen = mask_generator(dropout_seed);
+  return torch::cat({dropout_of(x * real.unsqueeze(1), cfg_.dropout, is_training(), gen), structure_.to(x.scalar_type())}, 1);
 }
 
 GraphEncoderImpl::EdgeShare GraphEncoderImpl::edge_share(const torch::Tensor& edge_index, int64_t n_nodes, int rank,

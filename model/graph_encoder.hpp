@@ -39,7 +39,8 @@
 // touches. Each slot's token is its node's features (zeros for a pad) beside the slot's row of
 // the tree's Laplacian embedding, which says where in the tree the slot is:
 //   out[i] = [x[i] * real[i], structure_embedding[i]]        gnn_output = gnn_input + slots
-// The projector alone learns to read them. structure_embedding [slots, slots] holds the
+// The projector alone learns to read them; in training mode the dropout drops the features part
+// (x[i] * real[i]), never the embedding. structure_embedding [slots, slots] holds the
 // eigenvectors of the symmetric normalised Laplacian of the tree (undirected), computed in
 // float64; LLaGA's code takes np.linalg.eig of I - A of the directed tree, whose A is nilpotent,
 // so every eigenvalue is 1 and its eigenvectors are numerically arbitrary; the paper's Laplacian
@@ -53,6 +54,8 @@
 // normalised adjacency), so gnn_input = (K + 1) F for F-wide node features. Token k is hop k's
 // block of its row beside a one-hot of k, which says which hop it is:
 //   out[k] = [x[k, kF:(k + 1)F], hop_embedding[k]]             gnn_output = F + K + 1
+// In training mode the dropout drops the features part, each hop's own mask, never the one-hot:
+// the regulariser a GCN's input dropout is, for a projector that reads sparse words.
 // hop_embedding [K + 1, K + 1] is the identity, a fixed tensor as llaga's embedding is, so the
 // file says the kind by its tensor and K and F by its metadata. A hop field may have a base: one
 // of GraphGPT's encoders (a grounded one, say) whose output for every node, computed over the
@@ -86,7 +89,7 @@ struct GraphEncoderConfig {
   int64_t head = 8;
   bool att_norm = true;
   bool if_pos = false;   // GraphGPT's clip_gt checkpoints run without the positional row
-  double dropout = 0.1;  // gt: after W_P; gcn: on its input and its hidden layer; training mode only
+  double dropout = 0.1;  // gt: after W_P; gcn: its input and hidden layer; llaga, hop_field: the features; training mode only
   int64_t llaga_hops = 2, llaga_fanout = 10;  // llaga: its tree (LLaGA's k_hop, sample_neighbor_size)
   int64_t field_hops = 4;                      // hop_field: K, the hops beyond the centre's own features
   bool is_gcn() const { return gnn_type == "gcn"; }
@@ -197,8 +200,9 @@ class GraphEncoderImpl : public torch::nn::Module {
   torch::Tensor forward_gcn(const torch::Tensor& x, const torch::Tensor& edge_index,
                             std::optional<uint64_t> dropout_seed, const SumOverRanks* sum = nullptr,
                             std::optional<std::pair<int64_t, int64_t>> loops = std::nullopt);
-  torch::Tensor forward_llaga(const torch::Tensor& x, const torch::Tensor& edge_index) const;
-  torch::Tensor forward_hop_field(const torch::Tensor& x) const;
+  torch::Tensor forward_llaga(const torch::Tensor& x, const torch::Tensor& edge_index,
+                              std::optional<uint64_t> dropout_seed) const;
+  torch::Tensor forward_hop_field(const torch::Tensor& x, std::optional<uint64_t> dropout_seed) const;
   // n nodes where the template encoder reads template_nodes(): InputError saying what to build.
   void check_template_nodes(int64_t n) const;
   const torch::Tensor& first_weight() const {

@@ -162,6 +162,28 @@ TEST(HopFieldEncoder, TokenKIsHopKBesideItsOneHot) {
                        "the hop_field encoder reads LLaGA's records"));
 }
 
+TEST(HopFieldEncoder, DropoutDropsTheFeaturesNeverTheOneHot) {
+  const int64_t f = 200, hops = 3, n = hops + 1;
+  gt::GraphEncoder enc(gt::hop_field_encoder_config(f, hops));
+  enc->set_dropout(0.5);
+  const auto x = torch::rand({n, f * n}).add_(0.5);  // no zeros: a zero out of it is a drop
+  const auto ei = torch::zeros({2, 0}, torch::kInt64);
+  enc->eval();
+  const auto eval = enc->forward(x, ei, false, 7);
+  EXPECT_TRUE(eval.slice(1, 0, f).equal(x.view({n, n, f}).diagonal(0, 0, 1).t())) << "no dropout in eval mode";
+  enc->train();
+  const auto a = enc->forward(x, ei, false, 7), b = enc->forward(x, ei, false, 7), c = enc->forward(x, ei, false, 8);
+  EXPECT_TRUE(a.equal(b)) << "the same seed draws the same masks";
+  EXPECT_FALSE(a.equal(c));
+  EXPECT_TRUE(a.slice(1, f).equal(eval.slice(1, f))) << "the one-hot is never dropped";
+  const auto features = a.slice(1, 0, f), kept = features.ne(0);
+  EXPECT_TRUE(features.masked_select(kept).allclose(eval.slice(1, 0, f).masked_select(kept) * 2.0));
+  const double share = kept.to(torch::kFloat64).mean().item<double>();
+  EXPECT_GT(share, 0.4);
+  EXPECT_LT(share, 0.6);
+  for (int64_t k = 1; k < n; ++k) EXPECT_FALSE(kept[k].equal(kept[0])) << "hop " << k << " has its own mask";
+}
+
 TEST(HopFieldEncoder, ConfigProblemsAreNamed) {
   gt::GraphEncoderConfig c = gt::hop_field_encoder_config(4, 2);
   c.gnn_input = 13;

@@ -87,6 +87,19 @@ TEST(LlagaEncoder, TokensAreFeaturesBesideTheSlotsEmbedding) {
   EXPECT_TRUE(torch::equal(lone[0].slice(0, 0, 5), x[0]));
   EXPECT_EQ(lone.slice(0, 1, 13).slice(1, 0, 5).abs().sum().item<double>(), 0.0);
   EXPECT_TRUE(enc->parameters().size() == 1 && enc->parameters()[0].numel() == 13 * 13);
+
+  // In training mode the dropout drops real slots' features, seeded; pads stay zero and the
+  // embedding is never dropped.
+  enc->set_dropout(0.5);
+  enc->train();
+  const auto a = enc->forward(x, ei, false, 3), b = enc->forward(x, ei, false, 3);
+  EXPECT_TRUE(a.equal(b));
+  EXPECT_TRUE(a.slice(1, 5, 18).equal(out.slice(1, 5, 18)));
+  const auto kept = a.slice(1, 0, 5).ne(0);
+  EXPECT_TRUE(a.slice(1, 0, 5).masked_select(kept).allclose(out.slice(1, 0, 5).masked_select(kept) * 2.0));
+  const int64_t real_values = 9 * 5, dropped = real_values - kept.sum().item<int64_t>();
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, real_values);
 }
 
 TEST(LlagaEncoder, RefusesOtherShapes) {

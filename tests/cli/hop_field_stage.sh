@@ -2,13 +2,13 @@
 # LLaGA's hop-field overview in graphtune's runner: records of the centre once a hop (data build
 # --template hop_field), the hop_field encoder (no GNN: token k is the centre's features after k
 # propagation steps over the whole graph, beside a one-hot of k), stage 2 training the projector
-# and LoRA from a fresh projector. Parallel equals serial: dp 2, pp 2 (1F1B) and tp 2 equal one
-# process in their losses, gradient norms and trained tensors (rtol 1e-5). The encoder file it
-# writes reads back as hop_field for eval, and the same run resumes bit-exact. Then the
-# refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field encoder (naming
-# the record), a field of other hops, a features file (no citations to propagate over),
-# grounding it, training its (absent) weights, records of another task. And the hop field over a
-# base encoder, which it carries in its file.
+# and LoRA from a fresh projector, the features under dropout. Parallel equals serial: dp 2, pp 2
+# (1F1B) and tp 2 equal one process in their losses, gradient norms and trained tensors (rtol
+# 1e-5). The encoder file it writes reads back as hop_field for eval, and the same run resumes
+# bit-exact. Then the refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field
+# encoder (naming the record), a field of other hops, a features file (no citations to propagate
+# over), grounding it, training its (absent) weights, records of another task. And the hop field
+# over a base encoder, which it carries in its file.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
 train_fixture 4
@@ -28,7 +28,7 @@ for r in json.load(open('$TMP/field.json')):
 "
 
 HOPF=(--model.path "$TMP/base/model" --training.stage task --data.instructions "$TMP/field.json" --data.graph embedded
-      --model.graph_encoder_type hop_field --model.hop_field_hops 3
+      --model.graph_encoder_type hop_field --model.hop_field_hops 3 --model.encoder_dropout 0.3
       --training.trainable projector+lora --lora.rank 4
       --data.max_len 1024 --data.num_workers 0 --training.steps 3 --training.batch_size 8 --training.log_every 1
       --training.threads 1 --optimizer.lr 1e-2 --training.max_grad_norm 2e-5)
