@@ -69,6 +69,7 @@
 # "graphgpt labels lora lora_all gcn encoder lora_encoder llaga hop_field hop_field_gcn"), RECIPE_SEEDS (1, or a list: 2,3),
 # ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
+# FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe),
 # SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
@@ -108,6 +109,7 @@ STAGE2_EPOCHS=${STAGE2_EPOCHS:-2}
 ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 FIELD_HOPS=${FIELD_HOPS:-16}
+FIELD_DROPOUT=${FIELD_DROPOUT:-0}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
@@ -133,6 +135,8 @@ if [ "$SEED_FOLDERS" = 0 ]; then
   if [ "$RECIPE_SEEDS" -gt 1 ]; then SEED_FOLDERS=1; fi
 fi
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
+awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
+  { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
 mkdir -p "$OUT"
 
 now() { date +%s.%N; }
@@ -215,7 +219,8 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     [ "$SHORT" = 1 ] && records=$dir/hop_field_stage2.json
     local base=()
     [ "$name" = hop_field_gcn ] && base=(--model.hop_field_base "$run/grounding/graph_encoder.safetensors")
-    encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS" "${base[@]}")
+    encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS" "${base[@]}"
+             --model.encoder_dropout "$FIELD_DROPOUT")
     projector=(--model.projector "")
   elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
