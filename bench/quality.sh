@@ -54,6 +54,9 @@
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
 # RECIPE_SEEDS=2,3 (a comma list; "3," is seed 3 alone) runs those seeds only, into the same
 # RECIPE/seedS folders: one seed of a long run again, or more seeds for a run that has some.
+# KEEP_SEEDS=1 keeps each seed an earlier run into the same OUT finished with the same settings
+# (its eval written, and bench_settings.txt beside it saying them) and runs the rest, the table
+# taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
 # Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
 # timed as one whole run alone: its recipe, one seed with two stage-2 epochs, took 21 minutes on
 # Cora-ML and 11.5 on LINQS on 2 cores alone (scored on the validation papers); every recipe,
@@ -105,6 +108,7 @@ TEST_RECORDS=${TEST_RECORDS:-0}
 GM_RECORDS=${GM_RECORDS:-96}
 SEEDS=${SEEDS:-5}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1}
+KEEP_SEEDS=${KEEP_SEEDS:-0}
 STAGE2_EPOCHS=${STAGE2_EPOCHS:-2}
 ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
@@ -134,6 +138,7 @@ if [ "$SEED_FOLDERS" = 0 ]; then
   SEED_LIST=($(seq "$RECIPE_SEEDS"))
   if [ "$RECIPE_SEEDS" -gt 1 ]; then SEED_FOLDERS=1; fi
 fi
+case $KEEP_SEEDS in 0|1) ;; *) echo "bench/quality.sh: KEEP_SEEDS must be 0 or 1, got '$KEEP_SEEDS'" >&2; exit 2 ;; esac
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
@@ -248,6 +253,24 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
   if [ "$SEED_FOLDERS" = 0 ]; then echo "$1/$2"; else echo "$1/$2/seed$3"; fi
 }
 
+# run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
+# rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
+run_settings() {
+  echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
+    "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT"
+}
+
+# kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with
+# these settings (it is kept); nothing where it is to run.
+kept_seconds() {
+  local run
+  run=$(recipe_dir "$1" "$2" "$3")
+  [ "$KEEP_SEEDS" = 1 ] && [ -f "$run/eval/metrics.json" ] && [ -f "$run/bench_seconds.txt" ] || return 0
+  if [ "$(cat "$run/bench_settings.txt" 2>/dev/null)" = "$(run_settings "$2")" ]; then cat "$run/bench_seconds.txt"
+  else echo "bench/quality.sh: $run was run with other settings; running it again" >&2; fi
+}
+
 for graph in $GRAPHS; do
   case $graph in
     cora_ml|linqs) name=$graph ;;
@@ -259,7 +282,9 @@ for graph in $GRAPHS; do
   # stopped by Ctrl-C is otherwise refused; data build writes anew); the folders of recipes not in
   # RECIPES this time are kept.
   if [ -f "$dir/$SCORE_ON.json" ]; then
-    echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES >&2
+    kept=""
+    [ "$KEEP_SEEDS" = 1 ] && kept=" (KEEP_SEEDS: their seeds finished with the same settings kept)"
+    echo "bench/quality.sh: replacing the earlier run in $dir: the records, zero-shot and recipe(s)" $RECIPES"$kept" >&2
   fi
   mkdir -p "$dir"
   log "$name: the text-graph folder and the records"
@@ -285,10 +310,18 @@ for graph in $GRAPHS; do
   for recipe_name in $RECIPES; do
     evals=() encoders=() secs=0
     for seed in "${SEED_LIST[@]}"; do
-      log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
-      s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
-      secs=$((secs + s))
       run_dir=$(recipe_dir "$dir" "$recipe_name" "$seed")
+      s=$(kept_seconds "$dir" "$recipe_name" "$seed")
+      if [ -n "$s" ]; then
+        log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): kept, finished earlier with these settings"
+      else
+        log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
+        rm -f "$run_dir/bench_settings.txt" "$run_dir/bench_seconds.txt"
+        s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
+        run_settings "$recipe_name" > "$run_dir/bench_settings.txt"
+        echo "$s" > "$run_dir/bench_seconds.txt"
+      fi
+      secs=$((secs + s))
       evals+=("$run_dir/eval")
       encoders+=("$run_dir/stage2/graph_encoder.safetensors")
     done
