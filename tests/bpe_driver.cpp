@@ -2,7 +2,7 @@
 // plain vectors (what a GGUF reader hands over: --vectors FILE.json with tokens, token_types,
 // merges, bos, eos, unk, pad, pre) or from a Hugging Face tokenizer.json (--tokenizer-json).
 // Then as `graphtune tokenize`: JSON lines of strings in, JSON arrays of ids out, or back with
-// --decode; --info prints one JSON object (vocab size, BOS/EOS/UNK/PAD) instead;
+// --decode; --info prints one JSON object (vocab size, BOS/EOS/UNK/PAD, whether BOS is put first) instead;
 // --write-json VECTORS OUT writes the vectors as the tokenizer.json graphtune exports. A separate
 // program (not a gtest) so that ctest lists no test that only ever skips. An InputError is one
 // line on stderr and exit code 2.
@@ -57,7 +57,7 @@ int body(int argc, char** argv) {
   if (!tok) gt::fail("bpe_driver", "usage: bpe_driver (--vectors FILE | --tokenizer-json FILE) [--decode] [--bos] [--eos] [--info] | --write-json VECTORS OUT");
   if (info) {
     std::cout << json{{"vocab_size", tok->vocab_size()}, {"bos", tok->bos_id()}, {"eos", tok->eos_id()},
-                      {"unk", tok->unk_id()}, {"pad", tok->pad_id()}}.dump() << "\n";
+                      {"unk", tok->unk_id()}, {"pad", tok->pad_id()}, {"adds_bos", tok->adds_bos()}}.dump() << "\n";
     return 0;
   }
   std::string line, out;

@@ -130,7 +130,7 @@ def main():
             r = subprocess.run([DRIVER, *src, "--info"], capture_output=True, timeout=60)
             info = json.loads(r.stdout)
             expect = {"vocab_size": len(v["tokens"]), "bos": v["bos"], "eos": v["eos"],
-                      "unk": v["unk"], "pad": v["pad"]}
+                      "unk": v["unk"], "pad": v["pad"], "adds_bos": False}
             if info != expect:
                 errors.append("%s: --info %s, expected %s" % (name, info, expect))
             equal = compare(name, strings, run_driver(DRIVER, src, strings), want, errors)

@@ -18,6 +18,8 @@ For each vocabulary:
 2. The vectors a GGUF file carries (tokenizer.ggml.pre "llama-bpe" / "qwen2", llama.cpp's names)
    give the same ids.
 3. decode(encode(s)) == NFC(s) for Qwen, s for Llama, and decode equals tokenizers' decode.
+   The BOS the post-processor puts first (Llama 3's; none for Qwen) is graphtune's too: --info
+   says it adds BOS, and with it the ids equal tokenizers' add_special_tokens=True.
 4. Chat templates: `graphtune tokenize --chat llama3 | llama3.1 | qwen2.5` gives the ids of
    transformers' apply_chat_template(tokenize=True) with Meta-Llama-3-Instruct's chat_template,
    Llama-3.1-Instruct's and Qwen2.5-Instruct's (the last two without their tool branches), copied
@@ -150,6 +152,18 @@ def main():
             equal = compare(name + " tokenizer.json", strings, got, want, errors)
             print("%s tokenizer.json: %d of %d strings give tokenizers' ids" % (name, equal, len(strings)))
 
+            # What tokenizers' post-processor puts first (Llama 3's <|begin_of_text|>, nothing for
+            # Qwen) is what graphtune puts first where a tokenizer adds BOS (a plain prompt).
+            with_specials = [e.ids for e in ref.encode_batch(strings[:200], add_special_tokens=True)]
+            adds = with_specials[0][:1] != want[0][:1]
+            info = json.loads(subprocess.run([DRIVER, "--tokenizer-json", path, "--info"], capture_output=True,
+                                             timeout=60).stdout or b"{}")
+            if info.get("adds_bos") != adds or (adds and info.get("bos") != with_specials[0][0]):
+                errors.append("%s: --info %s, tokenizers puts %s first" % (name, info, with_specials[0][:1] if adds else "nothing"))
+            first = run_driver(DRIVER, ["--tokenizer-json", path] + (["--bos"] if info.get("adds_bos") else []), strings[:200])
+            equal = compare(name + " with the post-processor's BOS", strings[:200], first, with_specials, errors)
+            print("%s: adds BOS %s; %d of 200 strings give tokenizers' add_special_tokens=True ids" % (name, adds, equal))
+
             vectors = os.path.join(tmp, name + ".json")
             with open(vectors, "w") as f:
                 json.dump(gguf_vectors(path, pre), f)
@@ -181,6 +195,19 @@ def main():
             if rc != 2 or "pre_tokenizer" not in err or "not supported yet" not in err or err.count("\n") != 1:
                 errors.append("Split %s: exit %d, stderr %r" % (case, rc, err[:300]))
         print("bad Split pre-tokenizers: 2 cases checked")
+        # A post-processor BOS id past the vocabulary: named in one line, exit code 2.
+        d = json.loads(json.dumps(j))
+        template = next(p for p in d["post_processor"]["processors"] if p["type"] == "TemplateProcessing")
+        template["special_tokens"]["<|begin_of_text|>"]["ids"] = [2000000000]
+        folder = os.path.join(tmp, "bos")
+        os.makedirs(folder)
+        p = os.path.join(folder, "tokenizer.json")
+        with open(p, "w") as f:
+            json.dump(d, f)
+        rc, err = driver_error(DRIVER, ["--tokenizer-json", p])
+        if rc != 2 or "post_processor" not in err or "2000000000" not in err or err.count("\n") != 1:
+            errors.append("post-processor BOS past the vocabulary: exit %d, stderr %r" % (rc, err[:300]))
+        print("a post-processor BOS past the vocabulary: refused")
         check_chat_templates(errors)
 
     if errors:

@@ -72,6 +72,30 @@ int32_t config_token_id(const json& config, const char* key, const BpeVocabulary
   return -1;
 }
 
+// The token tokenizers' post-processor puts before the text (what `tokenizer(text)` adds with
+// add_special_tokens, Llama 3's <|begin_of_text|>), or -1. Only a leading special token changes
+// what graphtune encodes (a prompt for generation; chat templates spell their tokens out), so a
+// trailing one is left to the caller's eos flag and any other processor adds nothing here.
+int32_t post_processor_bos(const json& post, int64_t vocab_size, const std::string& path) {
+  if (!post.is_object()) return -1;
+  const std::string type = post.value("type", "");
+  if (type == "Sequence") {
+    for (const json& p : post.value("processors", json::array()))
+      if (int32_t id = post_processor_bos(p, vocab_size, path); id >= 0) return id;
+    return -1;
+  }
+  if (type != "TemplateProcessing") return -1;
+  const json single = post.value("single", json::array());
+  if (!single.is_array() || single.empty() || !single[0].contains("SpecialToken")) return -1;
+  const std::string name = single[0]["SpecialToken"].value("id", "");
+  const json ids = post.value("special_tokens", json::object()).value(name, json::object()).value("ids", json::array());
+  if (!ids.is_array() || ids.size() != 1 || !ids[0].is_number_integer() || ids[0].get<int64_t>() < 0 ||
+      ids[0].get<int64_t>() >= vocab_size)
+    fail(path, "post_processor.special_tokens[" + json(name).dump() + "].ids must be one id of the " +
+                   std::to_string(vocab_size) + " tokens, not " + ids.dump());
+  return static_cast<int32_t>(ids[0].get<int64_t>());
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
@@ -144,6 +168,11 @@ std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(const std::string& path) {
       v.eos = config_token_id(config, "eos_token", v);
       v.pad = config_token_id(config, "pad_token", v);
       if (v.unk < 0) v.unk = config_token_id(config, "unk_token", v);
+    }
+    const int32_t bos = post_processor_bos(j.value("post_processor", json()), static_cast<int64_t>(v.tokens.size()), path);
+    if (bos >= 0) {
+      v.bos = bos;
+      v.add_bos = true;
     }
     return make_bpe_tokenizer(path, std::move(v), pre, flag(model, "ignore_merges", false));
   } catch (const json::exception& e) {
