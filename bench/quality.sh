@@ -74,7 +74,8 @@
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
-# 2's epochs in every recipe),
+# 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
+# every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"),
 # SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -114,6 +115,8 @@ ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 FIELD_HOPS=${FIELD_HOPS:-16}
 FIELD_DROPOUT=${FIELD_DROPOUT:-0}
+STAGE2_ARGS=${STAGE2_ARGS:-}
+read -ra STAGE2_EXTRA <<< "$STAGE2_ARGS"
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
@@ -142,6 +145,11 @@ case $KEEP_SEEDS in 0|1) ;; *) echo "bench/quality.sh: KEEP_SEEDS must be 0 or 1
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
+# Checked here, not by the first stage 2 minutes into the run; graphtune itself checks the keys.
+for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
+  [[ ${STAGE2_EXTRA[i]} =~ ^--[a-z_0-9]+\.[a-z_0-9]+$ ]] && [ $((i + 1)) -lt ${#STAGE2_EXTRA[@]} ] ||
+    { echo "bench/quality.sh: STAGE2_ARGS must be --section.key VALUE pairs, got '$STAGE2_ARGS'" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 
 now() { date +%s.%N; }
@@ -235,7 +243,8 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     projector=(--model.projector "$from/stage1/graph_projector.bin")
   fi
   "$GT" train --config configs/smollm2/stage2.toml "${stage[@]}" "${encoder[@]}" "${projector[@]}" "${tune[@]}" \
-    --training.epochs "$STAGE2_EPOCHS" --job.out_dir "$run/stage2" --data.instructions "$records" "${TUNE_RANKS[@]}" >&2
+    --training.epochs "$STAGE2_EPOCHS" --job.out_dir "$run/stage2" --data.instructions "$records" "${TUNE_RANKS[@]}" \
+    "${STAGE2_EXTRA[@]}" >&2
   # The encoder stage 2 ran with (a fresh one included, or the one it trained) is beside its
   # projector, and its adapter.
   local adapter=()
@@ -258,7 +267,7 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
 run_settings() {
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT"
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}"
 }
 
 # kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with
