@@ -5,7 +5,6 @@
 #include <torch/torch.h>
 
 #include <cctype>
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <optional>
@@ -71,16 +70,13 @@ int run_convert(const ConvertArgs& a) {
   const std::optional<DType> requested = value_named<DType>(a.dtype);
   if (!keep && !requested) fail("--dtype", "expected auto, fp32, bf16 or fp16, got '" + a.dtype + "'");
   const int64_t shard = parse_bytes(a.max_shard_size);
-  // Refuse before reading gigabytes of weights; save_hf_folder checks again at write time.
-  struct stat st;
-  if (!a.overwrite && ::stat(a.out.c_str(), &st) == 0) fail(a.out, "already exists (pass --overwrite to replace it)");
-
-  if (!read_model_config(a.model).rope_freq_factors.empty())  // before any weight is read
-    fail(a.model, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
   // The model's tokenizer goes in the same folder, which appears whole or not at all: staged
   // here, as export stages its own, with save_hf_folder's rule for what --overwrite replaces.
+  // Checked before gigabytes of weights are read.
   const ReplaceRule rule = model_folder_rule(a.overwrite);
   StagedFolder::check(a.out, rule);
+  if (!read_model_config(a.model).rope_freq_factors.empty())  // before any weight is read
+    fail(a.model, "not supported yet: a folder for a model with llama.cpp's rope_freqs factors (a Llama 3 GGUF): config.json has no place for them, and the folder would run without its scaling");
   LoadedModel m = load_model(a.model);
   const char* dtype = name_of(resolve_dtype(requested, m.weights));
   StagedFolder out(a.out, rule);
