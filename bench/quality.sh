@@ -57,10 +57,9 @@
 # KEEP_SEEDS=1 keeps each seed an earlier run into the same OUT finished with the same settings
 # (its eval written, and bench_settings.txt beside it saying them) and runs the rest, the table
 # taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
-# Not part of CI. The default (hop_field alone, with the baselines and zero-shot) is not yet
-# timed as one whole run alone: its recipe, one seed with two stage-2 epochs, took 21 minutes on
-# Cora-ML and 11.5 on LINQS on 2 cores alone (scored on the validation papers); every recipe,
-# ablations included, several times that (docs/quality.md). Usage:
+# Not part of CI. The default (hop_field alone, one seed, with the baselines and zero-shot) took
+# 39 minutes on 2 cores alone (Cora-ML 25, LINQS 14); every recipe, ablations included, several
+# times that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
 # zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
