@@ -12,9 +12,10 @@
 #                alone, and chance
 # With --real there is no warm-up: the LLM is SmolLM2-135M-Instruct (pretrained, frozen; the
 # GGUF file install-deps puts in the environment), the graph Cora-ML, and the text-only
-# evaluation is that LLM zero-shot. It runs the best recipe bench/quality.sh measured that fits
-# in about 15 minutes: grounding in the texts and the training papers' classes, stage 1, stage 2
-# on 240 of those papers with LoRA adapters on the LLM. Then a GCN, an MLP and the majority class are trained on the same
+# evaluation is that LLM zero-shot. It runs GraphGPT's recipe as bench/quality.sh measured it
+# best in about 15 minutes: grounding in the texts and the training papers' classes, stage 1,
+# stage 2 on 240 of those papers with LoRA adapters on the LLM (the bench's default since, LLaGA's
+# hop field with no GNN and no stage 1, scores higher: docs/quality.md). Then a GCN, an MLP and the majority class are trained on the same
 # labels and the features the encoder gets (bench/quality_baselines.py, PyTorch Geometric), and
 # one table puts them beside the graph model and zero-shot on the same test papers.
 # Usage: scripts/demo.sh [--real] [--pp N] [GRAPH [extra --section.key VALUE for every stage ...]]
