@@ -5,7 +5,9 @@
 #     after each recipe this file runs, an ablation row each;
 #   - the same LLM zero-shot from the text alone;
 #   - the majority class, and an MLP and a two-layer GCN (PyTorch Geometric) trained on the same
-#     labels and the node features the graph encoder gets (bench/quality_baselines.py);
+#     labels and the node features the graph encoder gets (bench/quality_baselines.py), and a
+#     GCN whose hidden size and feature normalisation are chosen on the validation papers, as
+#     the recipe was: the one each graph model is measured against;
 #   - a linear probe of each graph encoder's output: what the encoder carries.
 # Graphs (QUALITY_GRAPHS):
 #   cora_ml  Cora-ML (text: its keywords), as the text-graph folder `graphtune data convert`
@@ -169,6 +171,8 @@ records() {  # records TEXTLESS FOLDER DIR
   "$GT" data build "${nc[@]}" --split train --out "$3/train.json"
   "$GT" data build "${nc[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/stage2.json"
   "$GT" data build "${nc[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/$SCORE_ON.json"
+  # The validation papers, where the GCN row's settings are chosen (a no-op when they are scored).
+  [ "$SCORE_ON" = val ] || "$GT" data build "${nc[@]}" --split val --max-records "$TEST_RECORDS" --out "$3/val.json"
   [ "$1" = textless ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
     --max-records "$GM_RECORDS" --out "$3/graph_matching.json"
   # LLaGA's trees of the same papers (the same split, ids and order).
@@ -358,6 +362,7 @@ for graph in $GRAPHS; do
   log "$name: the baselines and the table"
   scored_on=test table=table
   [ "$SCORE_ON" = val ] && scored_on=validation table=table-val
-  "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/$SCORE_ON.json" --seeds "$SEEDS" \
+  "$PY" bench/quality_baselines.py --graph "$folder" --train "$dir/train.json" --test "$dir/$SCORE_ON.json" \
+    --val "$dir/val.json" --seeds "$SEEDS" \
     --scored-on "$scored_on" "${probes[@]}" "${runs[@]}" "${pairs[@]}" --json "$dir/$table.json" | tee "$dir/$table.txt"
 done
