@@ -60,7 +60,8 @@
 # (its eval written, and bench_settings.txt beside it saying them) and runs the rest, the table
 # taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
 # Not part of CI. The default (hop_field alone, one seed, with the baselines and zero-shot) took
-# 39 minutes on 2 cores alone (Cora-ML 25, LINQS 14); every recipe, ablations included, several
+# 39 minutes on 2 cores alone (Cora-ML 25, LINQS 14), before the GCN chosen on the validation
+# papers added up to 5; every recipe, ablations included, several
 # times that (docs/quality.md). Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
