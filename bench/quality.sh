@@ -61,8 +61,8 @@
 # taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
 # Not part of CI. The default (hop_field alone, one seed, with the baselines and zero-shot) took
 # 39 minutes on 2 cores alone (Cora-ML 25, LINQS 14), before the GCN chosen on the validation
-# papers added up to 5; every recipe, ablations included, several
-# times that (docs/quality.md). Usage:
+# papers added up to 5; every recipe, ablations included, several times that (docs/quality.md).
+# Usage:
 #   bench/quality.sh [OUT]        (after scripts/build.sh; OUT defaults to runs/quality)
 # Run again into the same OUT (after it finished, or after a Ctrl-C), each graph's records,
 # zero-shot and the recipes it runs replace the earlier ones, one line says so, and the folders
@@ -172,7 +172,7 @@ records() {  # records TEXTLESS FOLDER DIR
   "$GT" data build "${nc[@]}" --split train --out "$3/train.json"
   "$GT" data build "${nc[@]}" --split train --max-records "$STAGE2_RECORDS" --out "$3/stage2.json"
   "$GT" data build "${nc[@]}" --split "$SCORE_ON" --max-records "$TEST_RECORDS" --out "$3/$SCORE_ON.json"
-  # The validation papers, where the GCN row's settings are chosen (a no-op when they are scored).
+  # The validation papers, where the GCN row's settings are chosen (already built when scored).
   [ "$SCORE_ON" = val ] || "$GT" data build "${nc[@]}" --split val --max-records "$TEST_RECORDS" --out "$3/val.json"
   [ "$1" = textless ] || "$GT" data build "${common[@]}" --fanout 4 --max-nodes 8 --task graph_matching --split train \
     --max-records "$GM_RECORDS" --out "$3/graph_matching.json"
