@@ -75,6 +75,7 @@
 # ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
+# FIELD_ROWS (as_is, or l1: each paper's features over their sum before the hops, [model].hop_field_rows),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
 # every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"),
@@ -117,6 +118,7 @@ ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 FIELD_HOPS=${FIELD_HOPS:-16}
 FIELD_DROPOUT=${FIELD_DROPOUT:-0}
+FIELD_ROWS=${FIELD_ROWS:-as_is}
 STAGE2_ARGS=${STAGE2_ARGS:-}
 read -ra STAGE2_EXTRA <<< "$STAGE2_ARGS"
 RANKS=${RANKS:-2}
@@ -147,6 +149,7 @@ case $KEEP_SEEDS in 0|1) ;; *) echo "bench/quality.sh: KEEP_SEEDS must be 0 or 1
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
+case $FIELD_ROWS in as_is|l1) ;; *) echo "bench/quality.sh: FIELD_ROWS must be as_is or l1, got '$FIELD_ROWS'" >&2; exit 2 ;; esac
 # Checked here, not by the first stage 2 minutes into the run; graphtune itself checks the keys.
 for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
   [[ ${STAGE2_EXTRA[i]} =~ ^--[a-z_0-9]+\.[a-z_0-9]+$ ]] && [ $((i + 1)) -lt ${#STAGE2_EXTRA[@]} ] ||
@@ -237,7 +240,7 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     local base=()
     [ "$name" = hop_field_gcn ] && base=(--model.hop_field_base "$run/grounding/graph_encoder.safetensors")
     encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS" "${base[@]}"
-             --model.encoder_dropout "$FIELD_DROPOUT")
+             --model.hop_field_rows "$FIELD_ROWS" --model.encoder_dropout "$FIELD_DROPOUT")
     projector=(--model.projector "")
   elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
@@ -269,9 +272,11 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
 run_settings() {
+  local rows=""  # named only when not the rows every run had before they were a choice
+  [ "$FIELD_ROWS" = as_is ] || rows=" field_rows=$FIELD_ROWS"
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}"
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows"
 }
 
 # kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with

@@ -38,7 +38,7 @@ from torch_geometric.nn import GCNConv
 from torch_geometric.utils import to_undirected
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
-from graphgpt_reference import graph_encoder  # noqa: E402  (tested against graphtune's encoders)
+from graphgpt_reference import graph_encoder_file  # noqa: E402  (tested against graphtune's encoders)
 
 BOOTSTRAP = 2000
 
@@ -271,7 +271,6 @@ def main():
             f"{seeds_said}; hidden {hidden}, {'rows normalised' if rows_normalised else 'features as they are'} "
             f"(validation accuracy, n = rows normalised: {grid})")
 
-    from safetensors.torch import load_file
     def seeds_note(preds):
         if len(preds) < 2:
             return ""
@@ -283,7 +282,7 @@ def main():
         t0 = time.time()
         preds = []
         for path in paths.split(","):
-            enc = graph_encoder(load_file(path))
+            enc = graph_encoder_file(path)
             ztr, zte = centre_embeddings(enc, train_recs, x, ei), centre_embeddings(enc, test_recs, x, ei)
             preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())
         row(name, preds, time.time() - t0, seeds_note(preds) + "logistic regression on the centre's encoder output")
@@ -291,7 +290,7 @@ def main():
             t0 = time.time()
             preds = []
             for path in paths.split(","):
-                enc = graph_encoder(load_file(path))
+                enc = graph_encoder_file(path)
                 ztr = centre_embeddings(enc, train_recs, x, ei, every_hop=True)
                 zte = centre_embeddings(enc, test_recs, x, ei, every_hop=True)
                 preds.append(linear_probe(ztr, y[train], zte, k, 0).numpy())

@@ -1,9 +1,11 @@
 #pragma once
 // The size of LLaGA's neighbourhood-detail tree, which the record builder samples and the llaga
 // graph encoder reads: the centre, then `fanout` child slots under each slot of the previous hop,
-// `hops` deep; and the bound on its hop-field overview. Torch-free: the config, the records and
+// `hops` deep; and the bound and row choices of its hop-field overview. Torch-free: the config, the records and
 // the encoder all check them.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace gt {
 
@@ -12,6 +14,15 @@ constexpr int64_t kMaxTemplateSlots = 4096;
 // The hop field's hops (LLaGA's hop-field overview: one token a hop, each a feature table as
 // wide as the graph's own); more than this is refused.
 constexpr int64_t kMaxFieldHops = 32;
+// How the hop field takes the node features' rows before its hops: "as_is", or "l1", each row
+// over the sum of its absolute values (a row of zeros stays zero). For 0/1 word features "l1" is
+// Kipf and Welling's row normalisation: a paper's words weigh the same whatever its length.
+inline const std::vector<const char*> kFieldRows = {"as_is", "l1"};
+inline bool is_field_rows(const std::string& rows) {
+  for (const char* r : kFieldRows)
+    if (rows == r) return true;
+  return false;
+}
 
 // 1 + fanout + ... + fanout^hops; 0 when hops or fanout is not positive or the tree passes
 // kMaxTemplateSlots.

@@ -29,12 +29,17 @@ torch::Tensor undirected_edge_index(const TextGraph& g) {
 
 namespace {
 
-// The rows the field propagates, float64 [N, F]: the features, beside the base's standardised
-// output where there is a base.
-torch::Tensor field_input(const TextGraph& g, GraphEncoderImpl* base) {
+// The rows the field propagates, float64 [N, F]: the features (each row over its L1 norm with
+// rows "l1"), beside the base's standardised output where there is a base.
+torch::Tensor field_input(const TextGraph& g, const std::string& rows, GraphEncoderImpl* base) {
   const int64_t n = g.num_nodes();
   auto x = torch::from_blob(const_cast<float*>(g.features.data()), {n, static_cast<int64_t>(g.feature_dim)}, torch::kFloat32);
-  if (!base) return x.to(torch::kFloat64).contiguous();
+  torch::Tensor own = x.to(torch::kFloat64);
+  if (rows == "l1") {
+    const torch::Tensor l1 = own.abs().sum(1, /*keepdim=*/true);
+    own = own / torch::where(l1.eq(0), torch::ones_like(l1), l1);
+  }
+  if (!base) return own.contiguous();
   if (base->config().gnn_input != g.feature_dim)
     fail("hop field", "its base encoder reads " + std::to_string(base->config().gnn_input) + "-wide features, the graph '" +
                           g.name + "' has " + std::to_string(g.feature_dim));
@@ -45,15 +50,16 @@ torch::Tensor field_input(const TextGraph& g, GraphEncoderImpl* base) {
   base->train(was_training);
   const torch::Tensor sd = z.std(0, /*unbiased=*/false);
   z = (z - z.mean(0)) / torch::where(sd.lt(1e-6), torch::ones_like(sd), sd);
-  return torch::cat({x.to(torch::kFloat64), z}, 1).contiguous();
+  return torch::cat({own, z}, 1).contiguous();
 }
 
 }  // namespace
 
-torch::Tensor hop_field(const TextGraph& g, int64_t hops, GraphEncoderImpl* base) {
+torch::Tensor hop_field(const TextGraph& g, int64_t hops, const std::string& rows, GraphEncoderImpl* base) {
   if (hops < 1 || hops > kMaxFieldHops)
     fail("hop field", "hops must be in [1, " + std::to_string(kMaxFieldHops) + "], got " + std::to_string(hops));
-  const torch::Tensor input = field_input(g, base);
+  if (!is_field_rows(rows)) fail("hop field", "rows must be \"as_is\" or \"l1\", got \"" + rows + "\"");
+  const torch::Tensor input = field_input(g, rows, base);
   const int64_t n = g.num_nodes(), f = input.size(1);
   const Csr& adj = g.undirected_adj;
   std::vector<double> scale(static_cast<size_t>(n));  // (degree + 1)^-1/2, the self-loop counted
@@ -87,9 +93,9 @@ torch::Tensor hop_field(const TextGraph& g, int64_t hops, GraphEncoderImpl* base
   return out;
 }
 
-FeatureTable hop_field_table(const TextGraph& g, int64_t hops, GraphEncoderImpl* base) {
+FeatureTable hop_field_table(const TextGraph& g, int64_t hops, const std::string& rows, GraphEncoderImpl* base) {
   FeatureTable t;
-  t.x[g.name] = hop_field(g, hops, base);
+  t.x[g.name] = hop_field(g, hops, rows, base);
   return t;
 }
 

@@ -37,10 +37,11 @@ std::string GraphEncoderConfig::template_records_hint() const {
   return "build the records with graphtune data build --template hop_field --hops " + std::to_string(field_hops);
 }
 
-GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops) {
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows) {
   GraphEncoderConfig c;
   c.gnn_type = "hop_field";
   c.field_hops = hops;
+  c.field_rows = rows;
   c.gnn_input = feature_width * (hops + 1);
   c.gnn_output = feature_width + hops + 1;
   c.dropout = 0.0;
@@ -72,6 +73,8 @@ std::string GraphEncoderConfig::problem() const {
   else if (is_hop_field() && gnn_output != gnn_input / (field_hops + 1) + field_hops + 1)
     ss << "a hop_field encoder's gnn_output is one hop's width + its " << field_hops + 1 << " hops ("
        << gnn_input / (field_hops + 1) + field_hops + 1 << "), got " << gnn_output;
+  else if (is_hop_field() && !is_field_rows(field_rows))
+    ss << "the hop field's rows must be \"as_is\" or \"l1\", got \"" << field_rows << "\"";
   else if (is_hop_field()) return "";
   else if (is_llaga() && (llaga_hops <= 0 || llaga_fanout <= 0))
     ss << "llaga's hops and fanout must be positive, got " << llaga_hops << " and " << llaga_fanout;
@@ -205,7 +208,8 @@ std::map<std::string, std::string> GraphEncoderImpl::file_metadata() const {
   if (cfg_.is_hop_field()) {
     std::map<std::string, std::string> m = {{"graph_encoder_type", "hop_field"},
                                             {"gnn_input", std::to_string(cfg_.gnn_input)},
-                                            {"hop_field_hops", std::to_string(cfg_.field_hops)}};
+                                            {"hop_field_hops", std::to_string(cfg_.field_hops)},
+                                            {"hop_field_rows", cfg_.field_rows}};
     if (field_base_) m["hop_field_base"] = field_base_->config().gnn_type;  // its shape is its tensors'
     return m;
   }

@@ -92,6 +92,7 @@ struct GraphEncoderConfig {
   double dropout = 0.1;  // gt: after W_P; gcn: its input and hidden layer; llaga, hop_field: the features; training mode only
   int64_t llaga_hops = 2, llaga_fanout = 10;  // llaga: its tree (LLaGA's k_hop, sample_neighbor_size)
   int64_t field_hops = 4;                      // hop_field: K, the hops beyond the centre's own features
+  std::string field_rows = "as_is";            // hop_field: the features' rows before the hops (kFieldRows)
   bool is_gcn() const { return gnn_type == "gcn"; }
   bool is_llaga() const { return gnn_type == "llaga"; }
   bool is_hop_field() const { return gnn_type == "hop_field"; }
@@ -116,7 +117,7 @@ GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t
 // smallest eigenvalue, its sign such that its first entry above 1e-6 in magnitude is positive.
 torch::Tensor template_tree_embedding(int64_t hops, int64_t fanout);
 // A hop_field encoder's config: node features of width feature_width, K = hops.
-GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops);
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows = "as_is");
 
 class GraphEncoderImpl : public torch::nn::Module {
  public:

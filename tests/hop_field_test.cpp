@@ -64,6 +64,34 @@ TEST(HopField, IsTheGcnPropagationOfTheWholeGraph) {
     EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, bad); }), "hops must be in [1, 32]")) << bad;
 }
 
+// Rows "l1": the same propagation of the features with each row over the sum of its absolute
+// values, a row of zeros left as it is; the base (below) still reads the features as they are.
+TEST(HopField, L1RowsAreTheFieldOfTheRowNormalisedFeatures) {
+  gt::TextGraph g = small_graph();
+  const int64_t n = g.num_nodes(), f = g.feature_dim, hops = 3;
+  for (int64_t j = 0; j < f; ++j) g.features[5 * f + j] = 0.0f;  // a paper without words
+  auto x = torch::from_blob(g.features.data(), {n, f}, torch::kFloat32).to(torch::kFloat64);
+  const auto l1 = x.abs().sum(1, true);
+  ASSERT_GT(l1.max().item<double>(), 1.5) << "rows already of norm one would test nothing";
+  const auto unit = x / torch::where(l1.eq(0), torch::ones_like(l1), l1);
+  auto a = torch::eye(n, torch::kFloat64);
+  for (auto [u, v] : g.edges) a[u][v] = a[v][u] = 1.0;
+  const auto d = a.sum(1).rsqrt();
+  const auto a_hat = d.unsqueeze(1) * a * d.unsqueeze(0);
+  std::vector<torch::Tensor> want = {unit};
+  for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
+  const auto expected = torch::cat(want, 1);
+
+  const torch::Tensor got = gt::hop_field(g, hops, "l1");
+  ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * f}));
+  EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-6);
+  EXPECT_TRUE(got.slice(1, 0, f)[5].eq(0).all().item<bool>()) << "a row of zeros stays zero";
+  EXPECT_NEAR(got.slice(1, 0, f)[0].abs().sum().item<double>(), 1.0, 1e-6);
+  EXPECT_FALSE(got.equal(gt::hop_field(g, hops, "as_is")));
+  EXPECT_TRUE(gt::hop_field_table(g, hops, "l1").x.at(g.name).equal(got));
+  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, "l2"); }), "rows must be \"as_is\" or \"l1\", got \"l2\""));
+}
+
 // With a base, the rows propagated are the features beside the base's standardised output over
 // the whole graph, and the base's file travels inside the hop field's.
 TEST(HopField, ABaseEncodersOutputStandsBesideTheFeatures) {
@@ -94,7 +122,7 @@ TEST(HopField, ABaseEncodersOutputStandsBesideTheFeatures) {
   for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
   const auto expected = torch::cat(want, 1);
 
-  const torch::Tensor got = gt::hop_field(g, hops, base.get());
+  const torch::Tensor got = gt::hop_field(g, hops, "as_is", base.get());
   ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * (f + 6)}));
   EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-5);
   EXPECT_TRUE(base->is_training()) << "the base is put back in the mode it was in";
@@ -109,12 +137,16 @@ TEST(HopField, ABaseEncodersOutputStandsBesideTheFeatures) {
   gt::GraphEncoder back = gt::open_graph_encoder(path, "");
   ASSERT_TRUE(back->field_base() != nullptr);
   EXPECT_TRUE(back->field_base()->config().is_gcn());
-  EXPECT_TRUE(gt::hop_field(g, hops, back->field_base().get()).equal(got));
+  EXPECT_TRUE(gt::hop_field(g, hops, "as_is", back->field_base().get()).equal(got));
+  // With rows "l1" only the features' part changes: the base reads the features as they are.
+  const torch::Tensor l1 = gt::hop_field(g, hops, "l1", base.get());
+  EXPECT_TRUE(l1.slice(1, f, f + 6).equal(got.slice(1, f, f + 6)));
+  EXPECT_FALSE(l1.slice(1, 0, f).equal(got.slice(1, 0, f)));
 
   // A base of another feature width, or of a template kind, is refused.
   bc.gnn_input = f + 1;
   auto wide = std::make_shared<gt::GraphEncoderImpl>(bc);
-  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, wide.get()); }), "reads 17-wide features"));
+  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, "as_is", wide.get()); }), "reads 17-wide features"));
   EXPECT_TRUE(contains(input_error_of([&] {
                          gt::GraphEncoderImpl(gt::hop_field_encoder_config(f + 6, hops),
                                               std::make_shared<gt::GraphEncoderImpl>(gt::hop_field_encoder_config(f, 1)));
@@ -192,6 +224,8 @@ TEST(HopFieldEncoder, ConfigProblemsAreNamed) {
   c.gnn_output = 4;
   EXPECT_TRUE(contains(c.problem(), "gnn_output is one hop's width + its 3 hops (7), got 4"));
   EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 40).problem(), "hops must be in [1, 32], got 40"));
+  EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 2, "unit").problem(), "rows must be \"as_is\" or \"l1\", got \"unit\""));
+  EXPECT_EQ(gt::hop_field_encoder_config(4, 2, "l1").problem(), "");
 }
 
 TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
@@ -207,6 +241,20 @@ TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
   EXPECT_EQ(back->config().gnn_input, 18);
   EXPECT_EQ(back->config().gnn_output, 9);
   EXPECT_EQ(back->config().field_hops, 2);
+  EXPECT_EQ(meta.at("hop_field_rows"), "as_is");
+  EXPECT_EQ(back->config().field_rows, "as_is");
+  const std::string l1 = dir.path + "/l1.safetensors";
+  gt::GraphEncoder(gt::hop_field_encoder_config(6, 2, "l1"))->save_safetensors(l1);
+  EXPECT_EQ(gt::open_graph_encoder(l1, "")->config().field_rows, "l1");
+  // A file written before rows were a choice has no such key: its rows were as they are.
+  const std::string older = dir.path + "/older.safetensors";
+  gt::save_safetensors(older, {{"hop_embedding", torch::eye(3)}},
+                       {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}});
+  EXPECT_EQ(gt::open_graph_encoder(older, "")->config().field_rows, "as_is");
+  const std::string other = dir.path + "/other.safetensors";
+  gt::save_safetensors(other, {{"hop_embedding", torch::eye(3)}},
+                       {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}, {"hop_field_rows", "l2"}});
+  EXPECT_TRUE(contains(input_error_of([&] { gt::open_graph_encoder(other, ""); }), "rows must be \"as_is\" or \"l1\", got \"l2\""));
 
   const std::string bare = dir.path + "/bare.safetensors";
   gt::save_safetensors(bare, {{"hop_embedding", torch::eye(3)}}, {});

@@ -169,6 +169,10 @@ def main():
         compare(tmp, "hop_field-512x8", bench, fields, 1024, stage="task",
                 model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3')
         check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field-512x8"))
+        # Each paper's features over their sum first: the file says so and the reference reads it.
+        compare(tmp, "hop_field_l1-512x8", bench, fields, 1024, stage="task",
+                model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_rows = "l1"')
+        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field_l1-512x8"), rows="l1")
         # Over a base, GraphGPT's GCN with random weights: its output beside the features.
         from safetensors.torch import save_file
         g = torch.Generator().manual_seed(0)
@@ -181,12 +185,11 @@ def main():
     finish()
 
 
-def check_hop_field(tmp, records, out):
+def check_hop_field(tmp, records, out, rows="as_is"):
     """The rows graphtune's hop_field encoder read are PyTorch Geometric's propagation of the
     graph's features (gcn_norm over the citations either way; with a base, its output beside
-    them), 0..K steps side by side."""
+    them), 0..K steps side by side; the encoder's file says its rows."""
     import numpy as np
-    from safetensors.torch import load_file
     folder = os.path.join(tmp, "embedded-folder")
     if not os.path.isdir(folder):
         run(launcher, "data", "convert", "--graph", "embedded", "--out", folder)
@@ -194,7 +197,9 @@ def check_hop_field(tmp, records, out):
     edges = [tuple(map(int, line.split("\t")[:2])) for line in open(os.path.join(folder, "edges.tsv")).read().splitlines()[1:]]
     from torch_geometric.utils import to_undirected
     ei = to_undirected(torch.tensor(edges, dtype=torch.long).t(), num_nodes=x.shape[0])  # each pair once a way
-    field = graphgpt_reference.graph_encoder(load_file(os.path.join(out, "graph_encoder.safetensors"))).field_of(x, ei)
+    encoder = graphgpt_reference.graph_encoder_file(os.path.join(out, "graph_encoder.safetensors"))
+    check(f"{os.path.basename(out)}: its encoder file says rows \"{rows}\"", encoder.rows == rows, encoder.rows)
+    field = encoder.field_of(x, ei)
     dump = dumped(out)
     centres = [r["graph"]["node_idx"] for r in json.load(open(records))]
     worst, graphs = 0.0, 0

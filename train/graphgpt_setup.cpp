@@ -142,9 +142,10 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
         fail(where, cfg.model.hop_field_base + " reads " + std::to_string(b.gnn_input) + "-wide node features, the graph's are " +
                         std::to_string(fresh.gnn_input) + " wide");
       encoder = GraphEncoder(std::make_shared<GraphEncoderImpl>(
-          hop_field_encoder_config(b.gnn_input + b.gnn_output, cfg.model.hop_field_hops), base.ptr()));
+          hop_field_encoder_config(b.gnn_input + b.gnn_output, cfg.model.hop_field_hops, cfg.model.hop_field_rows), base.ptr()));
     } else {
-      if (fresh.is_hop_field()) fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops);
+      if (fresh.is_hop_field())
+        fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops, cfg.model.hop_field_rows);
       encoder = GraphEncoder(fresh);
     }
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));
@@ -162,7 +163,7 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
     if (!graph)
       fail(cfg.where("data", "features"), "not supported yet: the hop_field encoder propagates the features over the graph's "
                                           "citations, and a features file has none; give the graph as [data].graph instead");
-    s.features = hop_field_table(*graph, ec.field_hops, encoder->field_base().get());
+    s.features = hop_field_table(*graph, ec.field_hops, ec.field_rows, encoder->field_base().get());
   }
   for (const auto& [name, x] : s.features.x)
     if (x.size(1) != ec.gnn_input)

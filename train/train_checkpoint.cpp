@@ -153,8 +153,9 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
       m["model.llaga_hops"] = std::to_string(c.model.llaga_hops);
       m["model.llaga_fanout"] = std::to_string(c.model.llaga_fanout);
     }
-    if (c.model.graph_encoder_type == "hop_field") {  // a fresh hop_field encoder's hops and base
+    if (c.model.graph_encoder_type == "hop_field") {  // a fresh hop_field encoder's hops, rows and base
       m["model.hop_field_hops"] = std::to_string(c.model.hop_field_hops);
+      m["model.hop_field_rows"] = c.model.hop_field_rows;
       m["model.hop_field_base"] = c.model.hop_field_base;
     }
     m["data.features"] = c.data.features;

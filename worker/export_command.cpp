@@ -138,6 +138,7 @@ JobConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) 
   cfg.model.llaga_fanout = std::stoll(config_value(index, "model.llaga_fanout", std::to_string(cfg.model.llaga_fanout)));
   cfg.model.hop_field_hops =
       std::stoll(config_value(index, "model.hop_field_hops", std::to_string(cfg.model.hop_field_hops)));
+  cfg.model.hop_field_rows = config_value(index, "model.hop_field_rows", "as_is");
   cfg.model.hop_field_base = config_value(index, "model.hop_field_base", "");
   cfg.data.graph = config_value(index, "data.graph", cfg.data.graph);
   cfg.data.features = config_value(index, "data.features", "");

@@ -130,10 +130,15 @@ class HopField(torch.nn.Module):
     Geometric's gcn_norm: self-loops, D^-1/2 (A + I) D^-1/2), beside a one-hot of k
     (hop_embedding, read from the file as graphtune wrote it). With a base (the file's "base."
     tensors, one of GraphGPT's encoders), the features propagated are the node's beside the base's
-    output over the whole graph, each column standardised over the nodes."""
+    output over the whole graph, each column standardised over the nodes. rows "l1" (the file's
+    hop_field_rows) divides each node's features, not the base's output, by the sum of their
+    absolute values first."""
 
-    def __init__(self, weights, heads=8):
+    def __init__(self, weights, heads=8, rows="as_is"):
         super().__init__()
+        if rows not in ("as_is", "l1"):
+            raise ValueError(f'hop_field_rows must be "as_is" or "l1", got "{rows}"')
+        self.rows = rows
         self.register_buffer("hops", weights["hop_embedding"].to(torch.float32))
         base = {k[len("base."):]: v for k, v in weights.items() if k.startswith("base.")}
         self.base = graph_encoder(base, heads) if base else None
@@ -157,6 +162,9 @@ class HopField(torch.nn.Module):
 
         n = x.shape[0]
         first = x.to(torch.float64)
+        if self.rows == "l1":
+            l1 = first.abs().sum(1, keepdim=True)
+            first = first / torch.where(l1 == 0, torch.ones_like(l1), l1)
         if self.base is not None:
             z = self.base(x, edge_index).to(torch.float64)
             sd = z.std(0, unbiased=False)
@@ -169,14 +177,25 @@ class HopField(torch.nn.Module):
         return torch.cat(out, 1).to(torch.float32)
 
 
-def graph_encoder(weights, heads=8):
+def graph_encoder(weights, heads=8, metadata=None):
     """The encoder a state dict holds: GraphGPT's GCN (vars.*), LLaGA's templates
-    (structure_embedding, hop_embedding) or GraphGPT's graph transformer."""
+    (structure_embedding, hop_embedding) or GraphGPT's graph transformer. metadata: the
+    safetensors file's, which says a hop field's rows."""
     if "structure_embedding" in weights:
         return Llaga(weights)
     if "hop_embedding" in weights:
-        return HopField(weights, heads)
+        return HopField(weights, heads, (metadata or {}).get("hop_field_rows", "as_is"))
     return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
+
+
+def graph_encoder_file(path, heads=8):
+    """graph_encoder of a .safetensors file graphtune wrote, its metadata included."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(path, "pt") as f:
+        metadata = f.metadata()
+    return graph_encoder(load_file(path), heads, metadata)
 
 
 def load_llm(folder, new_vocab, attn="eager"):
@@ -241,7 +260,7 @@ def run_reference(llm_folder, driver_dir, heads=8, attn="eager"):
     dump = load_file(f"{driver_dir}/graphtune.safetensors")
     token_ids = dump["token_ids"].tolist()
     llm = load_llm(llm_folder, max(token_ids) + 1, attn)
-    model = GraphGpt(llm, graph_encoder(load_file(f"{driver_dir}/graph_encoder.safetensors"), heads),
+    model = GraphGpt(llm, graph_encoder_file(f"{driver_dir}/graph_encoder.safetensors", heads),
                      load_file(f"{driver_dir}/graph_projector.safetensors"),
                      load_file(f"{driver_dir}/graph_tokens.safetensors"), token_ids)
     out = model(dump["input_ids"], dump["attention_mask"], graphs_of(dump), labels=dump["labels"])

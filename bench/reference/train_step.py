@@ -99,7 +99,7 @@ def main(argv=None):
     token_ids = dumps[0]["token_ids"].tolist()
     first = a.dir[0]
     llm = ref.load_llm(a.llm, max(token_ids) + 1, a.attn)
-    model = ref.GraphGpt(llm, ref.graph_encoder(load_file(f"{first}/graph_encoder.safetensors"), a.heads),
+    model = ref.GraphGpt(llm, ref.graph_encoder_file(f"{first}/graph_encoder.safetensors", a.heads),
                          load_file(f"{first}/graph_projector.safetensors"),
                          load_file(f"{first}/graph_tokens.safetensors"), token_ids)
     model.train()
