@@ -1,8 +1,8 @@
 #pragma once
 // The size of LLaGA's neighbourhood-detail tree, which the record builder samples and the llaga
 // graph encoder reads: the centre, then `fanout` child slots under each slot of the previous hop,
-// `hops` deep; and the bound and row choices of its hop-field overview. Torch-free: the config, the records and
-// the encoder all check them.
+// `hops` deep; and the bound and row choices of its hop-field overview. Torch-free: the config,
+// the records and the encoder all check them.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -188,7 +188,7 @@ ResumePoint find_resume_point(const JobConfig& cfg) {
   // Keys later versions record: a checkpoint written before them ran with what their absence means.
   const std::map<std::string, std::string> absent_means = {
       {"model.adapter", ""}, {"data.group_by_length", "false"}, {"model.encoder_dropout", number(0.0)},
-      {"model.graph_encoder_type", "gt"}};
+      {"model.graph_encoder_type", "gt"}, {"model.hop_field_rows", "as_is"}};
   for (const auto& [key, value] : checkpoint_config(cfg)) {
     auto it = rp.index.config.find(key);
     auto old = absent_means.find(key);

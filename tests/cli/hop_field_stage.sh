@@ -7,8 +7,9 @@
 # 1e-5). The encoder file it writes reads back as hop_field for eval, and the same run resumes
 # bit-exact. Then the refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field
 # encoder (naming the record), a field of other hops, a features file (no citations to propagate
-# over), grounding it, training its (absent) weights, records of another task. And the hop field
-# over a base encoder, which it carries in its file.
+# over), grounding it, training its (absent) weights, records of another task. Its rows "l1" (each
+# node's features over their L1 norm) kept in its file. And the hop field over a base encoder,
+# which it carries in its file.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
 train_fixture 4
@@ -50,6 +51,27 @@ evals_every_record hf_ref "$TMP/field_test.json" 6 --data.graph embedded
 
 # Resumed from its step-2 checkpoint, the run ends where the whole run ended, to the bit.
 resumes_bit_exact hf "graph_projector.safetensors adapter/adapter_model.safetensors" HOPF
+
+# Rows "l1": each node's features over the sum of their absolute values before the hops. The
+# encoder file says so, eval reads it back, and the run learns from other tokens than hf_ref's.
+run hl_ref 1 "${HOPF[@]}" --model.hop_field_rows l1
+check "rows l1: in the encoder file's metadata, and another projector trained than from rows as they are" "$PY" -c "
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
+assert safe_open('$TMP/hl_ref/graph_encoder.safetensors', 'np').metadata()['hop_field_rows'] == 'l1'
+assert safe_open('$TMP/hf_ref/graph_encoder.safetensors', 'np').metadata()['hop_field_rows'] == 'as_is'
+w = lambda run: load_file(run + '/graph_projector.safetensors')['model.graph_projector.weight']
+d = np.abs(w('$TMP/hl_ref') - w('$TMP/hf_ref')).max()
+assert d > 1e-4, d"
+evals_every_record hl_ref "$TMP/field_test.json" 6 --data.graph embedded
+expect_fail "a resume with other rows" 'saved with model.hop_field_rows = "as_is", this job has "l1"' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l1 --checkpoint.every 2 --resume latest \
+  --job.out_dir "$TMP/hf_resumed"
+expect_fail "rows that are no choice" "hop_field_rows: 'l2' is not one of: as_is, l1" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l2 --job.out_dir "$TMP/x10"
+expect_fail "rows for an encoder that is not a hop field" 'hop_field_rows: shapes a fresh hop_field encoder; graph_encoder_type is "gcn"' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.graph_encoder_type gcn --model.hop_field_rows l1 --job.out_dir "$TMP/x11"
 
 # Over a base encoder (GraphGPT's GCN, 8 outputs, from a file): each hop is 128 + 8 wide, the
 # base travels inside the stage's encoder file, dp 2 equals one process, eval reads it back.
