@@ -75,7 +75,8 @@
 # ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
-# FIELD_ROWS (as_is, or l1: each paper's features over their sum before the hops, [model].hop_field_rows),
+# FIELD_ROWS (as_is; l1 or l2: each paper's features over their L1 or L2 norm before the hops,
+# [model].hop_field_rows),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
 # every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"),
@@ -149,7 +150,7 @@ case $KEEP_SEEDS in 0|1) ;; *) echo "bench/quality.sh: KEEP_SEEDS must be 0 or 1
 case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must be a positive whole number, got '$STAGE2_EPOCHS'" >&2; exit 2 ;; esac
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
-case $FIELD_ROWS in as_is|l1) ;; *) echo "bench/quality.sh: FIELD_ROWS must be as_is or l1, got '$FIELD_ROWS'" >&2; exit 2 ;; esac
+case $FIELD_ROWS in as_is|l1|l2) ;; *) echo "bench/quality.sh: FIELD_ROWS must be as_is, l1 or l2, got '$FIELD_ROWS'" >&2; exit 2 ;; esac
 # Checked here, not by the first stage 2 minutes into the run; graphtune itself checks the keys.
 for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
   [[ ${STAGE2_EXTRA[i]} =~ ^--[a-z_0-9]+\.[a-z_0-9]+$ ]] && [ $((i + 1)) -lt ${#STAGE2_EXTRA[@]} ] ||

@@ -14,14 +14,23 @@ constexpr int64_t kMaxTemplateSlots = 4096;
 // The hop field's hops (LLaGA's hop-field overview: one token a hop, each a feature table as
 // wide as the graph's own); more than this is refused.
 constexpr int64_t kMaxFieldHops = 32;
-// How the hop field takes the node features' rows before its hops: "as_is", or "l1", each row
-// over the sum of its absolute values (a row of zeros stays zero). For 0/1 word features "l1" is
-// Kipf and Welling's row normalisation: a paper's words weigh the same whatever its length.
-inline const std::vector<const char*> kFieldRows = {"as_is", "l1"};
+// How the hop field takes the node features' rows before its hops: "as_is"; "l1", each row over
+// the sum of its absolute values; or "l2", each row over its Euclidean norm (a row of zeros stays
+// zero). For 0/1 word features "l1" is Kipf and Welling's row normalisation (a paper's words weigh
+// the same whatever its length) and "l2" weighs each word 1/sqrt(word count), the rows of
+// features already of unit norm left as they are.
+inline const std::vector<const char*> kFieldRows = {"as_is", "l1", "l2"};
 inline bool is_field_rows(const std::string& rows) {
   for (const char* r : kFieldRows)
     if (rows == r) return true;
   return false;
+}
+// "\"as_is\", \"l1\" or \"l2\"", for the messages that refuse another.
+inline std::string field_rows_choices() {
+  std::string s;
+  for (size_t i = 0; i < kFieldRows.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == kFieldRows.size() ? " or " : ", ") + std::string("\"") + kFieldRows[i] + "\"";
+  return s;
 }
 
 // 1 + fanout + ... + fanout^hops; 0 when hops or fanout is not positive or the tree passes

@@ -53,8 +53,8 @@ struct ModelSection {
   std::string graph_encoder_type = "gt";
   int64_t llaga_hops = 2, llaga_fanout = 10;
   int64_t hop_field_hops = 4;
-  // A fresh hop_field encoder's node-feature rows before the hops: "as_is", or "l1", each row over
-  // the sum of its absolute values (common/template_tree.hpp); written into the encoder's file.
+  // A fresh hop_field encoder's node-feature rows before the hops: "as_is"; "l1" or "l2", each row
+  // over its L1 or L2 norm (common/template_tree.hpp); written into the encoder's file.
   std::string hop_field_rows = "as_is";
   // A fresh hop_field encoder's base ("" = none): one of GraphGPT's encoders in a file (a
   // grounding's graph_encoder.safetensors, say) whose output for every node, standardised, stands

@@ -29,15 +29,15 @@ torch::Tensor undirected_edge_index(const TextGraph& g) {
 
 namespace {
 
-// The rows the field propagates, float64 [N, F]: the features (each row over its L1 norm with
-// rows "l1"), beside the base's standardised output where there is a base.
+// The rows the field propagates, float64 [N, F]: the features (each row over its L1 or L2 norm
+// with rows "l1" or "l2"), beside the base's standardised output where there is a base.
 torch::Tensor field_input(const TextGraph& g, const std::string& rows, GraphEncoderImpl* base) {
   const int64_t n = g.num_nodes();
   auto x = torch::from_blob(const_cast<float*>(g.features.data()), {n, static_cast<int64_t>(g.feature_dim)}, torch::kFloat32);
   torch::Tensor own = x.to(torch::kFloat64);
-  if (rows == "l1") {
-    const torch::Tensor l1 = own.abs().sum(1, /*keepdim=*/true);
-    own = own / torch::where(l1.eq(0), torch::ones_like(l1), l1);
+  if (rows != "as_is") {
+    const torch::Tensor norm = rows == "l1" ? own.abs().sum(1, /*keepdim=*/true) : own.square().sum(1, /*keepdim=*/true).sqrt();
+    own = own / torch::where(norm.eq(0), torch::ones_like(norm), norm);
   }
   if (!base) return own.contiguous();
   if (base->config().gnn_input != g.feature_dim)
@@ -58,7 +58,7 @@ torch::Tensor field_input(const TextGraph& g, const std::string& rows, GraphEnco
 torch::Tensor hop_field(const TextGraph& g, int64_t hops, const std::string& rows, GraphEncoderImpl* base) {
   if (hops < 1 || hops > kMaxFieldHops)
     fail("hop field", "hops must be in [1, " + std::to_string(kMaxFieldHops) + "], got " + std::to_string(hops));
-  if (!is_field_rows(rows)) fail("hop field", "rows must be \"as_is\" or \"l1\", got \"" + rows + "\"");
+  if (!is_field_rows(rows)) fail("hop field", "rows must be " + field_rows_choices() + ", got \"" + rows + "\"");
   const torch::Tensor input = field_input(g, rows, base);
   const int64_t n = g.num_nodes(), f = input.size(1);
   const Csr& adj = g.undirected_adj;

@@ -23,9 +23,9 @@ class GraphEncoderImpl;
 // over the whole graph, citations either way, then each column standardised over the nodes:
 // minus its mean, over its standard deviation, 1 where that is below 1e-6), F wide in all.
 // Propagated in float64 (the hops accumulate) and rounded once; threads only split the nodes,
-// so the bytes do not depend on them. With rows "l1" the features' rows (not the base's output,
-// which reads them as they are) are each divided by the sum of their absolute values first, in
-// float64 (common/template_tree.hpp's kFieldRows). InputError for K outside [1, kMaxFieldHops],
+// so the bytes do not depend on them. With rows "l1" ("l2") the features' rows (not the base's
+// output, which reads them as they are) are each divided by the sum of their absolute values (by
+// their Euclidean norm) first, in float64 (common/template_tree.hpp's kFieldRows). InputError for K outside [1, kMaxFieldHops],
 // rows not one of kFieldRows, or a base whose gnn_input is not the features' width.
 torch::Tensor hop_field(const TextGraph& g, int64_t hops, const std::string& rows = "as_is", GraphEncoderImpl* base = nullptr);
 

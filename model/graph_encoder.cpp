@@ -74,7 +74,7 @@ std::string GraphEncoderConfig::problem() const {
     ss << "a hop_field encoder's gnn_output is one hop's width + its " << field_hops + 1 << " hops ("
        << gnn_input / (field_hops + 1) + field_hops + 1 << "), got " << gnn_output;
   else if (is_hop_field() && !is_field_rows(field_rows))
-    ss << "the hop field's rows must be \"as_is\" or \"l1\", got \"" << field_rows << "\"";
+    ss << "the hop field's rows must be " << field_rows_choices() << ", got \"" << field_rows << "\"";
   else if (is_hop_field()) return "";
   else if (is_llaga() && (llaga_hops <= 0 || llaga_fanout <= 0))
     ss << "llaga's hops and fanout must be positive, got " << llaga_hops << " and " << llaga_fanout;

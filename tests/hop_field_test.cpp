@@ -64,32 +64,38 @@ TEST(HopField, IsTheGcnPropagationOfTheWholeGraph) {
     EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, bad); }), "hops must be in [1, 32]")) << bad;
 }
 
-// Rows "l1": the same propagation of the features with each row over the sum of its absolute
-// values, a row of zeros left as it is; the base (below) still reads the features as they are.
-TEST(HopField, L1RowsAreTheFieldOfTheRowNormalisedFeatures) {
+// Rows "l1" and "l2": the same propagation of the features with each row over its L1 or L2 norm,
+// a row of zeros left as it is; the base (below) still reads the features as they are.
+TEST(HopField, NormalisedRowsAreTheFieldOfTheNormalisedFeatures) {
   gt::TextGraph g = small_graph();
   const int64_t n = g.num_nodes(), f = g.feature_dim, hops = 3;
-  for (int64_t j = 0; j < f; ++j) g.features[5 * f + j] = 0.0f;  // a paper without words
+  // The synthetic rows are of unit L2 norm: scaled row by row here, so that "l2" has work to do.
+  for (int64_t v = 0; v < n; ++v)
+    for (int64_t j = 0; j < f; ++j) g.features[v * f + j] *= v == 5 ? 0.0f : static_cast<float>(1 + v % 4);  // 5: no words
   auto x = torch::from_blob(g.features.data(), {n, f}, torch::kFloat32).to(torch::kFloat64);
-  const auto l1 = x.abs().sum(1, true);
-  ASSERT_GT(l1.max().item<double>(), 1.5) << "rows already of norm one would test nothing";
-  const auto unit = x / torch::where(l1.eq(0), torch::ones_like(l1), l1);
   auto a = torch::eye(n, torch::kFloat64);
   for (auto [u, v] : g.edges) a[u][v] = a[v][u] = 1.0;
   const auto d = a.sum(1).rsqrt();
   const auto a_hat = d.unsqueeze(1) * a * d.unsqueeze(0);
-  std::vector<torch::Tensor> want = {unit};
-  for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
-  const auto expected = torch::cat(want, 1);
+  for (const char* rows : {"l1", "l2"}) {
+    const bool l1 = std::string(rows) == "l1";
+    const auto norm = l1 ? x.abs().sum(1, true) : x.square().sum(1, true).sqrt();
+    ASSERT_GT(norm.max().item<double>(), 1.5) << "rows already of norm one would test nothing";
+    std::vector<torch::Tensor> want = {x / torch::where(norm.eq(0), torch::ones_like(norm), norm)};
+    for (int64_t k = 0; k < hops; ++k) want.push_back(a_hat.mm(want.back()));
+    const auto expected = torch::cat(want, 1);
 
-  const torch::Tensor got = gt::hop_field(g, hops, "l1");
-  ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * f}));
-  EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-6);
-  EXPECT_TRUE(got.slice(1, 0, f)[5].eq(0).all().item<bool>()) << "a row of zeros stays zero";
-  EXPECT_NEAR(got.slice(1, 0, f)[0].abs().sum().item<double>(), 1.0, 1e-6);
-  EXPECT_FALSE(got.equal(gt::hop_field(g, hops, "as_is")));
-  EXPECT_TRUE(gt::hop_field_table(g, hops, "l1").x.at(g.name).equal(got));
-  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, "l2"); }), "rows must be \"as_is\" or \"l1\", got \"l2\""));
+    const torch::Tensor got = gt::hop_field(g, hops, rows);
+    ASSERT_EQ(got.sizes().vec(), (std::vector<int64_t>{n, (hops + 1) * f})) << rows;
+    EXPECT_LT((got.to(torch::kFloat64) - expected).abs().max().item<double>(), 1e-6) << rows;
+    const auto first = got.slice(1, 0, f).to(torch::kFloat64);
+    EXPECT_TRUE(first[5].eq(0).all().item<bool>()) << rows << ": a row of zeros stays zero";
+    EXPECT_NEAR((l1 ? first[0].abs().sum() : first[0].square().sum().sqrt()).item<double>(), 1.0, 1e-6) << rows;
+    EXPECT_FALSE(got.equal(gt::hop_field(g, hops, "as_is"))) << rows;
+    EXPECT_TRUE(gt::hop_field_table(g, hops, rows).x.at(g.name).equal(got)) << rows;
+  }
+  EXPECT_TRUE(contains(input_error_of([&] { gt::hop_field(g, hops, "l3"); }),
+                       "rows must be \"as_is\", \"l1\" or \"l2\", got \"l3\""));
 }
 
 // With a base, the rows propagated are the features beside the base's standardised output over
@@ -224,8 +230,10 @@ TEST(HopFieldEncoder, ConfigProblemsAreNamed) {
   c.gnn_output = 4;
   EXPECT_TRUE(contains(c.problem(), "gnn_output is one hop's width + its 3 hops (7), got 4"));
   EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 40).problem(), "hops must be in [1, 32], got 40"));
-  EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 2, "unit").problem(), "rows must be \"as_is\" or \"l1\", got \"unit\""));
+  EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 2, "unit").problem(),
+                       "rows must be \"as_is\", \"l1\" or \"l2\", got \"unit\""));
   EXPECT_EQ(gt::hop_field_encoder_config(4, 2, "l1").problem(), "");
+  EXPECT_EQ(gt::hop_field_encoder_config(4, 2, "l2").problem(), "");
 }
 
 TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
@@ -253,8 +261,8 @@ TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
   EXPECT_EQ(gt::open_graph_encoder(older, "")->config().field_rows, "as_is");
   const std::string other = dir.path + "/other.safetensors";
   gt::save_safetensors(other, {{"hop_embedding", torch::eye(3)}},
-                       {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}, {"hop_field_rows", "l2"}});
-  EXPECT_TRUE(contains(input_error_of([&] { gt::open_graph_encoder(other, ""); }), "rows must be \"as_is\" or \"l1\", got \"l2\""));
+                       {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}, {"hop_field_rows", "l3"}});
+  EXPECT_TRUE(contains(input_error_of([&] { gt::open_graph_encoder(other, ""); }), "rows must be \"as_is\", \"l1\" or \"l2\", got \"l3\""));
 
   const std::string bare = dir.path + "/bare.safetensors";
   gt::save_safetensors(bare, {{"hop_embedding", torch::eye(3)}}, {});

@@ -169,10 +169,11 @@ def main():
         compare(tmp, "hop_field-512x8", bench, fields, 1024, stage="task",
                 model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3')
         check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field-512x8"))
-        # Each paper's features over their sum first: the file says so and the reference reads it.
-        compare(tmp, "hop_field_l1-512x8", bench, fields, 1024, stage="task",
-                model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_rows = "l1"')
-        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field_l1-512x8"), rows="l1")
+        # Each paper's features over their L1 or L2 norm first: the file says so and the reference reads it.
+        for rows in ("l1", "l2"):
+            compare(tmp, f"hop_field_{rows}-512x8", bench, fields, 1024, stage="task",
+                    model_extra=f'graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_rows = "{rows}"')
+            check_hop_field(tmp, fields, os.path.join(tmp, f"out-hop_field_{rows}-512x8"), rows=rows)
         # Over a base, GraphGPT's GCN with random weights: its output beside the features.
         from safetensors.torch import save_file
         g = torch.Generator().manual_seed(0)

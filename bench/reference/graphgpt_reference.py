@@ -130,14 +130,14 @@ class HopField(torch.nn.Module):
     Geometric's gcn_norm: self-loops, D^-1/2 (A + I) D^-1/2), beside a one-hot of k
     (hop_embedding, read from the file as graphtune wrote it). With a base (the file's "base."
     tensors, one of GraphGPT's encoders), the features propagated are the node's beside the base's
-    output over the whole graph, each column standardised over the nodes. rows "l1" (the file's
-    hop_field_rows) divides each node's features, not the base's output, by the sum of their
-    absolute values first."""
+    output over the whole graph, each column standardised over the nodes. rows "l1" or "l2" (the
+    file's hop_field_rows) divides each node's features, not the base's output, by their L1 or L2
+    norm first."""
 
     def __init__(self, weights, heads=8, rows="as_is"):
         super().__init__()
-        if rows not in ("as_is", "l1"):
-            raise ValueError(f'hop_field_rows must be "as_is" or "l1", got "{rows}"')
+        if rows not in ("as_is", "l1", "l2"):
+            raise ValueError(f'hop_field_rows must be "as_is", "l1" or "l2", got "{rows}"')
         self.rows = rows
         self.register_buffer("hops", weights["hop_embedding"].to(torch.float32))
         base = {k[len("base."):]: v for k, v in weights.items() if k.startswith("base.")}
@@ -162,9 +162,9 @@ class HopField(torch.nn.Module):
 
         n = x.shape[0]
         first = x.to(torch.float64)
-        if self.rows == "l1":
-            l1 = first.abs().sum(1, keepdim=True)
-            first = first / torch.where(l1 == 0, torch.ones_like(l1), l1)
+        if self.rows != "as_is":
+            norm = first.abs().sum(1, keepdim=True) if self.rows == "l1" else first.norm(dim=1, keepdim=True)
+            first = first / torch.where(norm == 0, torch.ones_like(norm), norm)
         if self.base is not None:
             z = self.base(x, edge_index).to(torch.float64)
             sd = z.std(0, unbiased=False)

@@ -68,8 +68,8 @@ evals_every_record hl_ref "$TMP/field_test.json" 6 --data.graph embedded
 expect_fail "a resume with other rows" 'saved with model.hop_field_rows = "as_is", this job has "l1"' -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l1 --checkpoint.every 2 --resume latest \
   --job.out_dir "$TMP/hf_resumed"
-expect_fail "rows that are no choice" "hop_field_rows: 'l2' is not one of: as_is, l1" -- \
-  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l2 --job.out_dir "$TMP/x10"
+expect_fail "rows that are no choice" "hop_field_rows: 'l3' is not one of: as_is, l1, l2" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l3 --job.out_dir "$TMP/x10"
 expect_fail "rows for an encoder that is not a hop field" 'hop_field_rows: shapes a fresh hop_field encoder; graph_encoder_type is "gcn"' -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.graph_encoder_type gcn --model.hop_field_rows l1 --job.out_dir "$TMP/x11"
 
