@@ -191,7 +191,6 @@ def graph_encoder(weights, heads=8, metadata=None):
 def graph_encoder_file(path, heads=8):
     """graph_encoder of a .safetensors file graphtune wrote, its metadata included."""
     from safetensors import safe_open
-    from safetensors.torch import load_file
 
     with safe_open(path, "pt") as f:
         metadata = f.metadata()
