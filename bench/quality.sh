@@ -42,7 +42,8 @@
 #             its place in the tree ([model].graph_encoder_type = "llaga"); stage 2 trains the
 #             projector and LoRA as gcn does, on every training paper;
 #   hop_field LLaGA's other template, its hop-field overview: no GNN, no grounding, no stage 1;
-#             each paper's graph tokens are its features after 0..FIELD_HOPS (default 16) steps of
+#             each paper's graph tokens are its features (each row over its Euclidean norm,
+#             FIELD_ROWS) after 0..FIELD_HOPS (default 16) steps of
 #             the GCN's propagation over the whole graph, one token a hop (records of the same
 #             papers, data build --template hop_field; [model].graph_encoder_type = "hop_field");
 #             stage 2 as llaga's. Its probe reads the centre's own token (hop 0); a second row
@@ -75,7 +76,8 @@
 # ENCODER_LR (1e-3),
 # LLAGA_FANOUT (10), FIELD_HOPS (16, chosen on the validation papers; LLaGA's own is 4),
 # FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
-# FIELD_ROWS (as_is; l1 or l2: each paper's features over their L1 or L2 norm before the hops,
+# FIELD_ROWS (l2, chosen on the validation papers: each paper's features over their Euclidean
+# norm before the hops; l1 over their sum of absolute values; as_is as they are;
 # [model].hop_field_rows),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
@@ -119,7 +121,7 @@ ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 FIELD_HOPS=${FIELD_HOPS:-16}
 FIELD_DROPOUT=${FIELD_DROPOUT:-0}
-FIELD_ROWS=${FIELD_ROWS:-as_is}
+FIELD_ROWS=${FIELD_ROWS:-l2}
 STAGE2_ARGS=${STAGE2_ARGS:-}
 read -ra STAGE2_EXTRA <<< "$STAGE2_ARGS"
 RANKS=${RANKS:-2}
