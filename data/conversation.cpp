@@ -150,8 +150,10 @@ TokenizedExample vicuna_ids(const InstructionRecord& record, const std::vector<i
     if (i % 2 == 0) {
       const std::string q = expanded_question(turns[i].value, graph_node_counts, next_graph);
       expanded.push_back({turns[i].from, q});
-      std::string h = std::string(i == 0 ? system + kVicunaSep : "") +
-                      kVicunaUser + ": " + q + kVicunaSep;
+      // FastChat writes an empty message as its role and ":" alone (a text-only view of a
+      // question that was only its graph), so the turn does too.
+      std::string h = std::string(i == 0 ? system + kVicunaSep : "") + kVicunaUser +
+                      (q.empty() ? std::string(":") : ": " + q + kVicunaSep);
       if (i + 1 < turns.size()) h += std::string(kVicunaAssistant) + ":";
       b.append(i == 0 ? tok.encode(h, true, false) : encode_continuation(tok, g, h), false);
     } else {

@@ -188,7 +188,9 @@ void validate(const InstructionRecord& rec, const RecordContext& ctx) {
     if (t.from != want)
       ctx.fail_field(f + ".from", quoted(t.from) + " where \"" + want +
                                       "\" is due: turns alternate human, gpt, starting with human");
-    if (t.value.empty()) ctx.fail_field(f + ".value", "is empty");
+    // A question that was only its graph asks nothing in its text-only view (the zero-shot and
+    // text-only evaluations read that view); every other turn must say something.
+    if (t.value.empty() && !(text_only && t.from == "human")) ctx.fail_field(f + ".value", "is empty");
     for (const auto& r : reserved_turn_texts())
       if (t.value.find(r) != std::string::npos)
         ctx.fail_field(f + ".value", "holds the reserved text " + quoted(r));

@@ -438,6 +438,41 @@ TEST(Conversation, TextOnlyRecordDropsMarkersAndGraphs) {
   EXPECT_TRUE(gt::text_only_record(lp).graphs.empty());
 }
 
+// A question that is only its graph asks nothing without it: the text-only view's human turn is
+// empty, valid, and tokenises to the template around an empty question. An empty answer stays
+// refused, and so does an empty question beside a graph.
+TEST(Conversation, TextOnlyViewOfAGraphOnlyQuestionIsEmptyAndValid) {
+  auto tok = graph_tokenizer(gt::byte_tokenizer());
+  auto rec = make_record("cora_12", {{"human", "<graph>\n"}, {"gpt", "theory"}});
+  const auto text = gt::text_only_record(rec);
+  ASSERT_EQ(text.conversations.size(), 2u);
+  EXPECT_EQ(text.conversations[0].value, "");
+  gt::validate_instruction(text, "test");
+  // FastChat writes an empty message as "USER:" alone; the ids built turn by turn must agree
+  // with that whole text (tokenize_conversation checks it) and learn the answer alone.
+  EXPECT_EQ(gt::vicuna_v1_1_prompt(text.conversations, "S"), "S USER:ASSISTANT: theory</s>");
+  const auto ids = gt::tokenize_conversation(text, {}, *tok, 4096);
+  EXPECT_TRUE(ids.graph_spans.empty());
+  std::vector<int32_t> learned;
+  for (int32_t l : ids.labels)
+    if (l != gt::kIgnoreIndex) learned.push_back(l);
+  std::vector<int32_t> answer = tok->encode(" theory", false, false);
+  answer.push_back(tok->eos_id());
+  EXPECT_EQ(learned, answer);
+
+  auto no_answer = text;
+  no_answer.conversations[1].value = "";
+  EXPECT_THROW(gt::validate_instruction(no_answer, "test"), gt::InputError);
+  auto empty_beside_graph = rec;
+  empty_beside_graph.conversations = {{"human", "<graph>"}, {"gpt", "a"}, {"human", ""}, {"gpt", "b"}};
+  try {
+    gt::validate_instruction(empty_beside_graph, "test");
+    ADD_FAILURE() << "an empty question beside a graph was accepted";
+  } catch (const gt::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("conversations[2].value: is empty"), std::string::npos) << e.what();
+  }
+}
+
 // ---- ChatML (SmolLM2-Instruct's template) next to vicuna_v1_1. ----
 
 namespace {
@@ -587,6 +622,19 @@ TEST(ChatML, ExactIdsAndMaskWithTheByteTokenizer) {
                                                       {{"human", gt::expand_graph_markers("G <graph>?", {4})},
                                                        {"gpt", "yes"}}),
                                       false, false));
+}
+
+// A text-only view of a question that was only its graph: ChatML writes the empty user message
+// between its header and <|im_end|>; the answer alone is learned.
+TEST(ChatML, EmptyQuestionOfATextOnlyView) {
+  auto tok = chatml_byte_tokenizer();
+  const auto text = gt::text_only_record(make_record("cora_12", {{"human", "<graph>\n"}, {"gpt", "yes"}}));
+  const auto ex = gt::tokenize_conversation(text, {}, *tok, 4096, gt::ChatTemplate::chatml());
+  const int32_t S = 262, E = 263;
+  EXPECT_EQ(ex.input_ids, cat({{S}, byte_ids(std::string("system\n") + kSmolSystem), {E}, byte_ids("\n"), {S},
+                               byte_ids("user\n"), {E}, byte_ids("\n"), {S}, byte_ids("assistant\n"),
+                               byte_ids("yes"), {E}, byte_ids("\n")}));
+  EXPECT_EQ(learned_texts(ex, *tok), std::vector<std::string>{"yes<|im_end|>"});
 }
 
 TEST(ChatML, MultiRoundLearnsEachAnswerAndItsImEnd) {
