@@ -124,6 +124,24 @@ InstructionRecord parse_record(const json& j, RecordContext& ctx) {
   return rec;
 }
 
+// Every marker and one line break right after it, until none is left: removing one can join its
+// neighbours into another ("<<graph>graph>", found by tests/fuzz/instructions_fuzz.cpp). Each
+// pass shortens the text.
+std::string without_graph_markers(std::string value) {
+  const std::string marker = kGraphMarker;
+  while (value.find(marker) != std::string::npos) {
+    std::string text;
+    size_t pos = 0;
+    for (size_t at = value.find(marker); at != std::string::npos; at = value.find(marker, pos)) {
+      text += value.substr(pos, at - pos);
+      pos = at + marker.size();
+      if (pos < value.size() && value[pos] == '\n') ++pos;
+    }
+    value = text + value.substr(pos);
+  }
+  return value;
+}
+
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + what.size()))
@@ -195,6 +213,15 @@ void validate(const InstructionRecord& rec, const RecordContext& ctx) {
       if (t.value.find(r) != std::string::npos)
         ctx.fail_field(f + ".value", "holds the reserved text " + quoted(r));
     const size_t m = count_of(t.value, kGraphMarker);
+    // The text-only view (zero-shot rows, --eval.text_only, the LM phase) must be valid too:
+    // removing a marker can join its neighbours into a reserved text ("</<graph>s>" is "</s>"),
+    // found by tests/fuzz/instructions_fuzz.cpp.
+    if (m) {
+      const std::string without_markers = without_graph_markers(t.value);
+      for (const auto& r : reserved_turn_texts())
+        if (without_markers.find(r) != std::string::npos)
+          ctx.fail_field(f + ".value", "holds the reserved text " + quoted(r) + " once its <graph> markers are removed");
+    }
     if (t.from == "gpt") {
       has_gpt = true;
       if (m) ctx.fail_field(f + ".value", "a gpt turn holds a <graph> marker");
@@ -353,21 +380,7 @@ void check_node_ids(const InstructionRecord& record, int64_t num_nodes, const st
 InstructionRecord text_only_record(const InstructionRecord& record) {
   InstructionRecord out = record;
   out.graphs.clear();
-  const std::string marker = kGraphMarker;
-  for (Turn& t : out.conversations) {
-    // Until none is left: removing one can join its neighbours into another ("<<graph>graph>",
-    // found by tests/fuzz/instructions_fuzz.cpp). Each pass shortens the text.
-    while (t.value.find(marker) != std::string::npos) {
-      std::string text;
-      size_t pos = 0;
-      for (size_t at = t.value.find(marker); at != std::string::npos; at = t.value.find(marker, pos)) {
-        text += t.value.substr(pos, at - pos);
-        pos = at + marker.size();
-        if (pos < t.value.size() && t.value[pos] == '\n') ++pos;
-      }
-      t.value = text + t.value.substr(pos);
-    }
-  }
+  for (Turn& t : out.conversations) t.value = without_graph_markers(t.value);
   return out;
 }
 
