@@ -60,6 +60,11 @@
 # KEEP_SEEDS=1 keeps each seed an earlier run into the same OUT finished with the same settings
 # (its eval written, and bench_settings.txt beside it saying them) and runs the rest, the table
 # taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
+# TRAINED_IN=OUT scores, instead of training again, each seed an earlier run into that OUT
+# finished with the same settings but SCORE_ON (training never sees the papers scored, and the
+# runner is deterministic): its trained folders are copied and only eval runs. The test papers of
+# settings chosen on the validation papers: SCORE_ON=val into runs/val, then
+# TRAINED_IN=runs/val into runs/test (a seed the validation run lacks is trained).
 # Not part of CI. The default (hop_field alone, one seed, with the baselines and zero-shot) took
 # 39 minutes on 2 cores alone (Cora-ML 25, LINQS 14), before the GCN chosen on the validation
 # papers added up to 5; every recipe, ablations included, several times that (docs/quality.md).
@@ -116,6 +121,7 @@ GM_RECORDS=${GM_RECORDS:-96}
 SEEDS=${SEEDS:-5}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1}
 KEEP_SEEDS=${KEEP_SEEDS:-0}
+TRAINED_IN=${TRAINED_IN:-}
 STAGE2_EPOCHS=${STAGE2_EPOCHS:-2}
 ENCODER_LR=${ENCODER_LR:-1e-3}
 LLAGA_FANOUT=${LLAGA_FANOUT:-10}
@@ -159,6 +165,11 @@ for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
     { echo "bench/quality.sh: STAGE2_ARGS must be --section.key VALUE pairs, got '$STAGE2_ARGS'" >&2; exit 2; }
 done
 mkdir -p "$OUT"
+if [ -n "$TRAINED_IN" ]; then
+  [ -d "$TRAINED_IN" ] || { echo "bench/quality.sh: TRAINED_IN: '$TRAINED_IN' is not a folder (an earlier bench OUT)" >&2; exit 2; }
+  [ "$(cd "$TRAINED_IN" && pwd -P)" != "$(cd "$OUT" && pwd -P)" ] ||
+    { echo "bench/quality.sh: TRAINED_IN is OUT itself ('$OUT'); KEEP_SEEDS=1 keeps its finished seeds" >&2; exit 2; }
+fi
 
 now() { date +%s.%N; }
 since() { awk "BEGIN { printf \"%.0f\", $(now) - $1 }"; }
@@ -205,7 +216,6 @@ records() {  # records TEXTLESS FOLDER DIR
 # the seconds it took (lora reuses labels' grounding and stage 1, which its time leaves out).
 recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   local textless=$1 folder=$2 dir=$3 name=$4 seed=$5 t0 run from encoder projector=() tune=() records=$3/stage2.json
-  local scored=$3/$SCORE_ON.json
   run=$(recipe_dir "$dir" "$name" "$seed")
   from=$run
   t0=$(now)
@@ -233,12 +243,12 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   if [ -f "$from/grounding/graph_encoder.safetensors" ]; then encoder=(--model.graph_encoder "$from/grounding/graph_encoder.safetensors")
   else encoder=(--model.graph_encoder ""); fi
   if [ "$name" = llaga ]; then  # no GNN, no grounding, no stage 1: the projector learns the task
-    records=$dir/llaga_train.json scored=$dir/llaga_$SCORE_ON.json
+    records=$dir/llaga_train.json
     [ "$SHORT" = 1 ] && records=$dir/llaga_stage2.json
     encoder=(--model.graph_encoder "" --model.graph_encoder_type llaga --model.llaga_hops 2 --model.llaga_fanout "$LLAGA_FANOUT")
     projector=(--model.projector "")
   elif [ "$name" = hop_field ] || [ "$name" = hop_field_gcn ]; then  # the same: the projector learns to read the hops
-    records=$dir/hop_field_train.json scored=$dir/hop_field_$SCORE_ON.json
+    records=$dir/hop_field_train.json
     [ "$SHORT" = 1 ] && records=$dir/hop_field_stage2.json
     local base=()
     [ "$name" = hop_field_gcn ] && base=(--model.hop_field_base "$run/grounding/graph_encoder.safetensors")
@@ -255,14 +265,45 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
   "$GT" train --config configs/smollm2/stage2.toml "${stage[@]}" "${encoder[@]}" "${projector[@]}" "${tune[@]}" \
     --training.epochs "$STAGE2_EPOCHS" --job.out_dir "$run/stage2" --data.instructions "$records" "${TUNE_RANKS[@]}" \
     "${STAGE2_EXTRA[@]}" >&2
-  # The encoder stage 2 ran with (a fresh one included, or the one it trained) is beside its
-  # projector, and its adapter.
-  local adapter=()
-  [ -d "$run/stage2/adapter" ] && adapter=(--model.adapter "$run/stage2/adapter")
-  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" "${adapter[@]}" --training.seed "$seed" \
-    --model.graph_encoder "$run/stage2/graph_encoder.safetensors" --model.projector "$run/stage2/graph_projector.bin" \
-    --data.instructions "$scored" --out "$run/eval" --overwrite >&2
+  score "$folder" "$dir" "$name" "$run" "$seed"
   since "$t0"
+}
+
+# score FOLDER DIR NAME RUN SEED: the eval of a trained run on the papers scored (SCORE_ON), in
+# the recipe's own records. The encoder stage 2 ran with (a fresh one included, or the one it
+# trained) is beside its projector, and its adapter.
+score() {
+  local scored=$2/$SCORE_ON.json adapter=()
+  case $3 in llaga) scored=$2/llaga_$SCORE_ON.json ;; hop_field|hop_field_gcn) scored=$2/hop_field_$SCORE_ON.json ;; esac
+  [ -d "$4/stage2/adapter" ] && adapter=(--model.adapter "$4/stage2/adapter")
+  "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$1" "${adapter[@]}" --training.seed "$5" \
+    --model.graph_encoder "$4/stage2/graph_encoder.safetensors" --model.projector "$4/stage2/graph_projector.bin" \
+    --data.instructions "$scored" --out "$4/eval" --overwrite >&2
+}
+
+# trained_matches TRAINED_RUN NAME: whether that earlier run (TRAINED_IN) finished with these
+# settings but SCORE_ON; says why not.
+trained_matches() {
+  [ -f "$1/eval/metrics.json" ] && [ -f "$1/bench_seconds.txt" ] && [ -f "$1/stage2/graph_projector.bin" ] ||
+    { log "TRAINED_IN: no finished run in $1; training it here"; return 1; }
+  [ "$(sed 's/ score_on=[a-z]*//' "$1/bench_settings.txt" 2>/dev/null)" = "$(run_settings "$2" | sed 's/ score_on=[a-z]*//')" ] ||
+    { log "TRAINED_IN: $1 was trained with other settings; training it here"; return 1; }
+}
+
+# scored_from TRAINED_RUN FOLDER DIR NAME SEED: that run scored here. Copies its trained folders
+# (not its eval) and runs the eval; prints the seconds: its training's (its total less its own
+# eval's, which began when its projector was written and ended with its metrics) plus this eval's.
+scored_from() {
+  local other=$1 run t0 d trained
+  run=$(recipe_dir "$3" "$4" "$5")
+  t0=$(now)
+  rm -rf "$run"
+  mkdir -p "$run"
+  for d in "$other"/*/; do [ "$(basename "$d")" = eval ] || cp -r "$d" "$run/"; done
+  echo "$other" > "$run/trained_in.txt"
+  score "$2" "$3" "$4" "$run" "$5"
+  trained=$(($(cat "$other/bench_seconds.txt") - ($(stat -c %Y "$other/eval/metrics.json") - $(stat -c %Y "$other/stage2/graph_projector.bin"))))
+  echo $((trained + $(since "$t0")))
 }
 
 list() { local IFS=,; echo "$*"; }  # list A B C: "A,B,C"
@@ -335,6 +376,12 @@ for graph in $GRAPHS; do
       s=$(kept_seconds "$dir" "$recipe_name" "$seed")
       if [ -n "$s" ]; then
         log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): kept, finished earlier with these settings"
+      elif [ -n "$TRAINED_IN" ] && trained_matches "$(recipe_dir "$TRAINED_IN/$name" "$recipe_name" "$seed")" "$recipe_name"; then
+        log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): trained in $TRAINED_IN, scored here"
+        rm -f "$run_dir/bench_settings.txt" "$run_dir/bench_seconds.txt"
+        s=$(scored_from "$(recipe_dir "$TRAINED_IN/$name" "$recipe_name" "$seed")" "$folder" "$dir" "$recipe_name" "$seed")
+        run_settings "$recipe_name" > "$run_dir/bench_settings.txt"
+        echo "$s" > "$run_dir/bench_seconds.txt"
       else
         log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
         rm -f "$run_dir/bench_settings.txt" "$run_dir/bench_seconds.txt"
