@@ -316,11 +316,14 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
 run_settings() {
-  local rows=""  # named only when not the rows every run had before they were a choice
+  local rows="" ranks=""  # named only when not what every run had before they were recorded
   [ "$FIELD_ROWS" = as_is ] || rows=" field_rows=$FIELD_ROWS"
+  # Every layout equals one process to rounding, not bit for bit: a seed is kept or reused only
+  # from a run on as many ranks.
+  [ "$RANKS" = 2 ] || ranks=" ranks=$RANKS"
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows"
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks"
 }
 
 # kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with
