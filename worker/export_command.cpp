@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@
 #include "config/job_config.hpp"
 #include "formats/model_presets.hpp"
 #include "formats/safetensors_header.hpp"
+#include "model/lora.hpp"
+#include "model/peft_adapter.hpp"
 #include "tokenizer/gguf_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "train/graphgpt_setup.hpp"
@@ -140,10 +143,19 @@ JobConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) 
       std::stoll(config_value(index, "model.hop_field_hops", std::to_string(cfg.model.hop_field_hops)));
   cfg.model.hop_field_rows = config_value(index, "model.hop_field_rows", "as_is");
   cfg.model.hop_field_base = config_value(index, "model.hop_field_base", "");
+  cfg.model.encoder_dropout = std::stod(config_value(index, "model.encoder_dropout", "0"));
   cfg.data.graph = config_value(index, "data.graph", cfg.data.graph);
   cfg.data.features = config_value(index, "data.features", "");
   cfg.data.max_len = std::stoll(config_value(index, "data.max_len", std::to_string(cfg.data.max_len)));
   cfg.training.seed = std::stoll(config_value(index, "training.seed", std::to_string(cfg.training.seed)));  // a fresh encoder's
+  // What the run trained beyond the projector (the encoder, LoRA adapters), and an adapter it
+  // started from: the outputs a finished run writes depend on them.
+  const std::string trainable = config_value(index, "training.trainable", name_of(cfg.training.trainable));
+  const std::optional<Trainable> parsed_trainable = value_named<Trainable>(trainable);
+  if (!parsed_trainable)
+    fail(cfg.file, "config.\"training.trainable\" is \"" + trainable + "\", not a choice graphtune trains");
+  cfg.training.trainable = *parsed_trainable;
+  cfg.model.adapter = config_value(index, "model.adapter", "");
   if (cfg.model.path.empty()) fail(cfg.file, "records no model.path: cannot rebuild the graph stage's LLM");
   return cfg;
 }
@@ -217,6 +229,54 @@ std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, co
   return "tokenizer.bin with the graph tokens added";
 }
 
+// The adapters a projector+lora run trained, from the checkpoint: its [lora] settings as the
+// index records them, every layer's A and B read whole.
+std::shared_ptr<LoraAdapters> trained_adapters(const std::string& checkpoint, const ckpt::Index& index,
+                                               const LlamaConfig& llm) {
+  const std::string where = join_path(checkpoint, "index.json");
+  LoraSettings settings;
+  settings.rank = std::stoll(config_value(index, "lora.rank", std::to_string(settings.rank)));
+  settings.alpha = std::stod(config_value(index, "lora.alpha", std::to_string(settings.alpha)));
+  settings.targets.clear();
+  std::stringstream targets(config_value(index, "lora.targets", "q_proj,v_proj"));
+  for (std::string t; std::getline(targets, t, ',');)
+    settings.targets.push_back(lora_target_named(t, where + ": config.\"lora.targets\""));
+  auto lora = std::make_shared<LoraAdapters>(settings, llm, 0, llm.n_layers, torch::kCPU, 0);
+  ckpt::CheckpointReader reader(checkpoint);
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& [name, shape] : LoraAdapters::shapes(settings, llm)) {
+    if (!reader.contains(weight_key(name))) fail(where, "has no tensor \"" + weight_key(name) + "\", which the run trained");
+    weights[name] = reader.read(weight_key(name));
+  }
+  lora->load(weights, checkpoint);
+  return lora;
+}
+
+// The encoder a graphgpt+encoder or projector+lora+encoder run trained, from the checkpoint.
+void load_trained_encoder(GraphGpt& model, const std::string& checkpoint, const ckpt::Index& index) {
+  const std::string prefix = "model.graph_tower.";
+  ckpt::CheckpointReader reader(checkpoint);
+  std::map<std::string, torch::Tensor> weights;
+  for (const auto& [key, entry] : index.tensors)
+    if (key.rfind(weight_key(prefix), 0) == 0) weights[key.substr(weight_key("").size())] = reader.read(key);
+  torch::NoGradGuard ng;
+  model->encoder->load_weights(weights, checkpoint, prefix);
+}
+
+// Each adapted projection W of the LLM's weights becomes W + (alpha / r) B A, as PEFT's
+// merge_and_unload writes it, so that the merged folder computes what the run's model did.
+void merge_adapters(std::map<std::string, torch::Tensor>& weights, const LoraAdapters& lora) {
+  const std::string a_suffix = ".lora_A.weight";
+  std::map<std::string, torch::Tensor> named;
+  for (const auto& [name, t] : lora.named_weights()) named[name] = t.detach().to(torch::kFloat32);
+  for (const auto& [name, a] : named) {
+    if (!ends_with(name, a_suffix)) continue;
+    const std::string module = name.substr(0, name.size() - a_suffix.size());
+    torch::Tensor& w = weights.at(module + ".weight");
+    w = w + named.at(module + ".lora_B.weight").mm(a) * lora.settings().scale();
+  }
+}
+
 void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index, StagedFolder& out) {
   JobConfig cfg = graph_config(checkpoint, index);
   // The LLM (with GraphGPT's tokens added), the encoder as the run had them; the projector and
@@ -227,6 +287,10 @@ void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index,
   cfg.model.dtype = DType::kFp32;
   GraphGptSetup s = build_graphgpt(cfg);
   GraphGpt& model = s.model;
+  // As the run set it (train/graph_phase.cpp): graph_tower/config.json records it.
+  model->encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
+  if (cfg.training.trains_encoder()) load_trained_encoder(model, checkpoint, index);
+  if (cfg.training.trains_lora()) model->llm->set_lora(trained_adapters(checkpoint, index, model->llm->config()));
 
   // The merged LLM in fp32 (the token rows are fp32 master weights, which a bf16 table would round).
   torch::NoGradGuard ng;
@@ -237,6 +301,9 @@ void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index,
   std::map<std::string, torch::Tensor> weights;
   for (auto& [name, p] : model->llm->named_weights())
     weights[name] = name == "model.embed_tokens.weight" ? table : p.detach().to(torch::kFloat32);
+  // The adapters the run trained, or the [model].adapter it ran with frozen.
+  LoraAdapters* lora = model->llm->lora();
+  if (lora) merge_adapters(weights, *lora);
   const std::string merged = join_path(out.path(), "model");
   save_hf_folder(merged, model->llm->config(), weights, "fp32");
   const std::string tok = write_graph_tokenizer(cfg, *s.tokenizer, merged);
@@ -244,10 +311,19 @@ void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index,
   // (build_graphgpt), and graph_encoder.safetensors holds those values, widened.
   if (run_in_bf16) store_frozen_in_bf16(*model);
   save_graph_phase_outputs(model, out.path());
-  std::fprintf(stderr, "graphtune: export: stage %s (%s), LLM %s with <g_start>/<g_end> %s; vocabulary %lld; tokenizer: %s\n",
+  if (cfg.training.trains_lora()) {  // as the run writes its adapters: for the base LLM
+    const auto named = lora->named_weights();
+    save_peft_adapter(join_path(out.path(), "adapter"), lora->settings(), cfg.model.path,
+                      std::vector<std::pair<std::string, torch::Tensor>>(named.begin(), named.end()));
+  }
+  std::fprintf(stderr,
+               "graphtune: export: stage %s (%s%s%s), LLM %s with <g_start>/<g_end> %s%s; vocabulary %lld; tokenizer: %s\n",
                name_of(index.stage), index.tensors.count(kTokenRowsKey) ? "projector and token rows" : "projector",
-               cfg.model.path.c_str(), index.tensors.count(kTokenRowsKey) ? "trained" : "as initialised",
-               static_cast<long long>(model->llm->config().vocab_size), tok.c_str());
+               cfg.training.trains_encoder() ? ", the trained encoder" : "",
+               cfg.training.trains_lora() ? ", LoRA adapters in adapter/" : "", cfg.model.path.c_str(),
+               index.tensors.count(kTokenRowsKey) ? "trained" : "as initialised",
+               lora ? " and the LoRA adapters merged" : "", static_cast<long long>(model->llm->config().vocab_size),
+               tok.c_str());
 }
 
 int run_export(const ExportArgs& a) {

@@ -8,6 +8,8 @@
 #   only index.json and the safetensors package);
 # - a rank killed while a checkpoint is written: the previous checkpoint stays `latest`, and the
 #   run resumed from it ends where the uninterrupted one did;
+# - export of a run that trained the encoder and LoRA adapters writes them as the run did, and
+#   merges the adapters into its merged LLM;
 # - keep_latest, save_frozen, and each kind of damage: one line naming the file, exit 2.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
@@ -84,6 +86,36 @@ check "projector+lora+encoder: resume is exact" exact gle gler
 check "projector+lora+encoder: the same encoder and adapter files at the end" bash -c \
   "cmp -s '$TMP/gle/graph_encoder.safetensors' '$TMP/gler/graph_encoder.safetensors' &&
    cmp -s '$TMP/gle/adapter/adapter_model.safetensors' '$TMP/gler/adapter/adapter_model.safetensors'"
+
+# export of that run's last checkpoint writes what the run wrote: the trained encoder (and its
+# graph_tower), the adapters, the projector; its merged LLM has the adapters merged in.
+"$GT" export --checkpoint "$TMP/gle/checkpoints/step_00000006" --out "$TMP/glex" 2>"$TMP/glex.err"
+check "projector+lora+encoder: export writes the run's encoder, graph_tower, adapter and projector, byte for byte" bash -c \
+  "cmp -s '$TMP/gle/graph_encoder.safetensors' '$TMP/glex/graph_encoder.safetensors' &&
+   diff -r '$TMP/gle/graph_tower' '$TMP/glex/graph_tower' && diff -r '$TMP/gle/adapter' '$TMP/glex/adapter' &&
+   cmp -s '$TMP/gle/graph_projector.safetensors' '$TMP/glex/graph_projector.safetensors'"
+check "projector+lora+encoder: the exported LLM is the base one with W + (alpha / r) B A merged" "$PY" - \
+  "$TMP/base/model/model.safetensors" "$TMP/glex/model/model.safetensors" "$TMP/gle/adapter" <<'PYEOF'
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file
+base, merged, adapter = load_file(sys.argv[1]), load_file(sys.argv[2]), sys.argv[3]
+cfg = json.load(open(f"{adapter}/adapter_config.json"))
+lora = {k.removeprefix("base_model.model."): v for k, v in load_file(f"{adapter}/adapter_model.safetensors").items()}
+scale = cfg["lora_alpha"] / cfg["r"]
+adapted = 0
+for k, w in base.items():
+    if k == "model.embed_tokens.weight":
+        continue
+    a = lora.get(k.replace(".weight", ".lora_A.weight"))
+    want = w if a is None else w + scale * lora[k.replace(".weight", ".lora_B.weight")] @ a
+    adapted += a is not None
+    assert np.allclose(merged[k], want, rtol=1e-5, atol=1e-6), k
+    if a is not None:
+        assert np.abs(merged[k] - w).max() > 1e-5, f"{k}: the adapter changes nothing"
+assert adapted == len(lora) // 2 > 0, (adapted, len(lora))
+print(f"     {adapted} projections merged")
+PYEOF
 
 # A rank killed after writing its shard of step 4, before the commit: step 4 is not committed,
 # `latest` is step 2, and the run resumed from it ends where gp did.
