@@ -94,28 +94,8 @@ check "projector+lora+encoder: export writes the run's encoder, graph_tower, ada
   "cmp -s '$TMP/gle/graph_encoder.safetensors' '$TMP/glex/graph_encoder.safetensors' &&
    diff -r '$TMP/gle/graph_tower' '$TMP/glex/graph_tower' && diff -r '$TMP/gle/adapter' '$TMP/glex/adapter' &&
    cmp -s '$TMP/gle/graph_projector.safetensors' '$TMP/glex/graph_projector.safetensors'"
-check "projector+lora+encoder: the exported LLM is the base one with W + (alpha / r) B A merged" "$PY" - \
-  "$TMP/base/model/model.safetensors" "$TMP/glex/model/model.safetensors" "$TMP/gle/adapter" <<'PYEOF'
-import json, sys
-import numpy as np
-from safetensors.numpy import load_file
-base, merged, adapter = load_file(sys.argv[1]), load_file(sys.argv[2]), sys.argv[3]
-cfg = json.load(open(f"{adapter}/adapter_config.json"))
-lora = {k.removeprefix("base_model.model."): v for k, v in load_file(f"{adapter}/adapter_model.safetensors").items()}
-scale = cfg["lora_alpha"] / cfg["r"]
-adapted = 0
-for k, w in base.items():
-    if k == "model.embed_tokens.weight":
-        continue
-    a = lora.get(k.replace(".weight", ".lora_A.weight"))
-    want = w if a is None else w + scale * lora[k.replace(".weight", ".lora_B.weight")] @ a
-    adapted += a is not None
-    assert np.allclose(merged[k], want, rtol=1e-5, atol=1e-6), k
-    if a is not None:
-        assert np.abs(merged[k] - w).max() > 1e-5, f"{k}: the adapter changes nothing"
-assert adapted == len(lora) // 2 > 0, (adapted, len(lora))
-print(f"     {adapted} projections merged")
-PYEOF
+check "projector+lora+encoder: the exported LLM is the base one with W + (alpha / r) B A merged" "$PY" \
+  "$ROOT/tests/merged_adapter.py" "$TMP/base/model/model.safetensors" "$TMP/glex/model/model.safetensors" "$TMP/gle/adapter"
 
 # A rank killed after writing its shard of step 4, before the commit: step 4 is not committed,
 # `latest` is step 2, and the run resumed from it ends where gp did.

@@ -7,6 +7,7 @@
 #   as merging W + (alpha / r) B A would, and it changes the model;
 # - eval and a further stage take it as [model].adapter; settings that disagree, and adapter
 #   folders graphtune does not run, get one line and exit 2;
+# - export merges a frozen [model].adapter into the LLM it writes;
 # - graphtune plan counts the adapters as trainable.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
@@ -100,6 +101,13 @@ run further 1 "${LORA[@]}" --model.adapter "$TMP/full/adapter" --training.steps 
 check "a further stage trains the adapter on from [model].adapter" test -s "$TMP/further/adapter/adapter_model.safetensors"
 expect_fail "[lora] that disagrees with the adapter" "differs from $TMP/full/adapter/adapter_config.json (r 4" -- \
   "$GT" train -c "$CFG" "${LORA[@]}" --model.adapter "$TMP/full/adapter" --lora.rank 8 --job.out_dir "$TMP/x1"
+# A stage that trains the projector alone on an adapter it was given: export merges that adapter,
+# frozen, into its LLM, and writes no adapter/ (the run trained none).
+run frozen 1 "${LORA[@]}" --training.trainable projector --model.adapter "$TMP/full/adapter" --training.steps 2
+"$GT" export --checkpoint "$TMP/frozen/checkpoints" --out "$TMP/frozenx" 2>"$TMP/frozenx.err"
+check "export of a run on a frozen [model].adapter: the adapter merged into its LLM" "$PY" "$ROOT/tests/merged_adapter.py" \
+  "$TMP/base/model/model.safetensors" "$TMP/frozenx/model/model.safetensors" "$TMP/full/adapter"
+check "  and no adapter/ (the run trained none), as the run wrote none" test ! -e "$TMP/frozenx/adapter" -a ! -e "$TMP/frozen/adapter"
 cp -r "$TMP/full/adapter" "$TMP/dora"
 sed -i 's/"use_dora": false/"use_dora": true/' "$TMP/dora/adapter_config.json"
 expect_fail "a DoRA adapter" "dora/adapter_config.json: use_dora: not supported yet" -- \
