@@ -379,16 +379,17 @@ for graph in $GRAPHS; do
       s=$(kept_seconds "$dir" "$recipe_name" "$seed")
       if [ -n "$s" ]; then
         log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): kept, finished earlier with these settings"
-      elif [ -n "$TRAINED_IN" ] && trained_matches "$(recipe_dir "$TRAINED_IN/$name" "$recipe_name" "$seed")" "$recipe_name"; then
-        log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): trained in $TRAINED_IN, scored here"
-        rm -f "$run_dir/bench_settings.txt" "$run_dir/bench_seconds.txt"
-        s=$(scored_from "$(recipe_dir "$TRAINED_IN/$name" "$recipe_name" "$seed")" "$folder" "$dir" "$recipe_name" "$seed")
-        run_settings "$recipe_name" > "$run_dir/bench_settings.txt"
-        echo "$s" > "$run_dir/bench_seconds.txt"
       else
-        log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
         rm -f "$run_dir/bench_settings.txt" "$run_dir/bench_seconds.txt"
-        s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
+        trained=""
+        [ -z "$TRAINED_IN" ] || trained=$(recipe_dir "$TRAINED_IN/$name" "$recipe_name" "$seed")
+        if [ -n "$trained" ] && trained_matches "$trained" "$recipe_name"; then
+          log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]}): trained in $TRAINED_IN, scored here"
+          s=$(scored_from "$trained" "$folder" "$dir" "$recipe_name" "$seed")
+        else
+          log "$name: recipe $recipe_name, seed $seed (of ${SEED_LIST[*]})"
+          s=$(recipe "$textless" "$folder" "$dir" "$recipe_name" "$seed")
+        fi
         run_settings "$recipe_name" > "$run_dir/bench_settings.txt"
         echo "$s" > "$run_dir/bench_seconds.txt"
       fi

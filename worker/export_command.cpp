@@ -231,8 +231,8 @@ std::string write_graph_tokenizer(const JobConfig& cfg, const Tokenizer& tok, co
 
 // The adapters a projector+lora run trained, from the checkpoint: its [lora] settings as the
 // index records them, every layer's A and B read whole.
-std::shared_ptr<LoraAdapters> trained_adapters(const std::string& checkpoint, const ckpt::Index& index,
-                                               const LlamaConfig& llm) {
+std::shared_ptr<LoraAdapters> trained_adapters(ckpt::CheckpointReader& reader, const std::string& checkpoint,
+                                               const ckpt::Index& index, const LlamaConfig& llm) {
   const std::string where = join_path(checkpoint, "index.json");
   LoraSettings settings;
   settings.rank = std::stoll(config_value(index, "lora.rank", std::to_string(settings.rank)));
@@ -242,7 +242,6 @@ std::shared_ptr<LoraAdapters> trained_adapters(const std::string& checkpoint, co
   for (std::string t; std::getline(targets, t, ',');)
     settings.targets.push_back(lora_target_named(t, where + ": config.\"lora.targets\""));
   auto lora = std::make_shared<LoraAdapters>(settings, llm, 0, llm.n_layers, torch::kCPU, 0);
-  ckpt::CheckpointReader reader(checkpoint);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [name, shape] : LoraAdapters::shapes(settings, llm)) {
     if (!reader.contains(weight_key(name))) fail(where, "has no tensor \"" + weight_key(name) + "\", which the run trained");
@@ -253,9 +252,9 @@ std::shared_ptr<LoraAdapters> trained_adapters(const std::string& checkpoint, co
 }
 
 // The encoder a graphgpt+encoder or projector+lora+encoder run trained, from the checkpoint.
-void load_trained_encoder(GraphGpt& model, const std::string& checkpoint, const ckpt::Index& index) {
+void load_trained_encoder(GraphGpt& model, ckpt::CheckpointReader& reader, const std::string& checkpoint,
+                          const ckpt::Index& index) {
   const std::string prefix = "model.graph_tower.";
-  ckpt::CheckpointReader reader(checkpoint);
   std::map<std::string, torch::Tensor> weights;
   for (const auto& [key, entry] : index.tensors)
     if (key.rfind(weight_key(prefix), 0) == 0) weights[key.substr(weight_key("").size())] = reader.read(key);
@@ -289,8 +288,9 @@ void export_graph_phase(const std::string& checkpoint, const ckpt::Index& index,
   GraphGpt& model = s.model;
   // As the run set it (train/graph_phase.cpp): graph_tower/config.json records it.
   model->encoder->set_dropout(cfg.model.encoder_dropout, cfg.where("model", "encoder_dropout"));
-  if (cfg.training.trains_encoder()) load_trained_encoder(model, checkpoint, index);
-  if (cfg.training.trains_lora()) model->llm->set_lora(trained_adapters(checkpoint, index, model->llm->config()));
+  ckpt::CheckpointReader reader(checkpoint);
+  if (cfg.training.trains_encoder()) load_trained_encoder(model, reader, checkpoint, index);
+  if (cfg.training.trains_lora()) model->llm->set_lora(trained_adapters(reader, checkpoint, index, model->llm->config()));
 
   // The merged LLM in fp32 (the token rows are fp32 master weights, which a bf16 table would round).
   torch::NoGradGuard ng;

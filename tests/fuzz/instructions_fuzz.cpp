@@ -31,28 +31,32 @@ bool same_records(const std::vector<gt::InstructionRecord>& a, const std::vector
   return true;
 }
 
-// Records that were read are valid: they are written, read back unchanged, and their
-// text-only views validate too.
-// An InputError here is a bug of its own (a record was accepted that its writer or its view
-// refuses), reported as such rather than as a refusal of the file.
-void check_records(const std::vector<gt::InstructionRecord>& records) {
-  FUZZ_CHECK(!records.empty(), "a read that returned no record");
+// An InputError from checking records that were read is a bug of its own (a record accepted that
+// its writer or its text-only view refuses), reported as such rather than as a refusal of the file.
+template <typename Check>
+void expect_no_input_error(const Check& check, const char* what) {
   try {
-    const std::string text = gt::instructions_json(records, "fuzz-out.json");
-    const std::vector<gt::InstructionRecord> again = gt::read_instructions_text(text, "fuzz-out.json");
-    FUZZ_CHECK(same_records(records, again), "records written and read back differ");
+    check();
   } catch (const gt::InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    FUZZ_CHECK(false, "records that were read cannot be written and read back");
+    FUZZ_CHECK(false, what);
   }
-  for (const gt::InstructionRecord& r : records) {
-    try {
-      gt::validate_instruction(gt::text_only_record(r), "fuzz-text-only");
-    } catch (const gt::InputError& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      FUZZ_CHECK(false, "a record that was read has an invalid text-only view");
-    }
-  }
+}
+
+// Records that were read are valid: they are written, read back unchanged, and their
+// text-only views validate too.
+void check_records(const std::vector<gt::InstructionRecord>& records) {
+  FUZZ_CHECK(!records.empty(), "a read that returned no record");
+  expect_no_input_error(
+      [&] {
+        const std::string text = gt::instructions_json(records, "fuzz-out.json");
+        FUZZ_CHECK(same_records(records, gt::read_instructions_text(text, "fuzz-out.json")),
+                   "records written and read back differ");
+      },
+      "records that were read cannot be written and read back");
+  for (const gt::InstructionRecord& r : records)
+    expect_no_input_error([&] { gt::validate_instruction(gt::text_only_record(r), "fuzz-text-only"); },
+                          "a record that was read has an invalid text-only view");
 }
 
 }  // namespace
