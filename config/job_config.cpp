@@ -302,6 +302,7 @@ EvalSection read_eval(SectionReader& in, const JobSection& job, const DataSectio
   e.out_dir = r.get_string("eval", "out_dir", job.out_dir + "/eval");
   if (e.out_dir.empty()) r.reject("eval", "out_dir", "must not be empty");
   e.text_only = r.get_bool("eval", "text_only", e.text_only);
+  e.answers = in.one_of_names("eval", "answers", e.answers, {"free", "choices"});
   e.resume = r.get_bool("eval", "resume", e.resume);
   e.overwrite = r.get_bool("eval", "overwrite", e.overwrite);
   e.in_flight = r.get_int("eval", "in_flight", e.in_flight);

@@ -189,6 +189,11 @@ struct EvalSection {
   // Answer from the text alone: the records' <graph> markers are dropped and no graph token
   // is spliced (the baseline a graph model must beat).
   bool text_only = false;
+  // "free": an answer is whatever the model writes. "choices": a node-classification answer is
+  // decoded within its dataset's class names and a link prediction's within yes and no (the
+  // tokens the model was trained to write for each, model/answer_choices.hpp), so it always
+  // names one; other records stay free.
+  std::string answers = "free";
   // An interrupted eval in out_dir (its committed answers, eval/eval_progress.hpp) is continued
   // (resume) or replaced (overwrite); with neither, it is refused rather than lost.
   bool resume = false, overwrite = false;

@@ -19,11 +19,11 @@
 
 namespace gt {
 
-namespace {
-
 std::string record_where(const std::string& file, const InstructionRecord& r) {
   return file + ": record id " + nlohmann::json(r.id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+namespace {
 
 nlohmann::ordered_json parsed(const std::string& json_text) { return nlohmann::ordered_json::parse(json_text); }
 
@@ -192,6 +192,7 @@ EvalScores score_and_write_eval(const JobConfig& cfg, const std::vector<Instruct
   top["max_new_tokens"] = setup.max_new_tokens;
   top["answers_at_max_new_tokens"] = setup.answers_at_budget;
   top["text_only"] = cfg.eval.text_only;
+  top["answers"] = cfg.eval.answers;
   // One dataset: its blocks at the top as well, where a single-graph run has always had them.
   if (datasets.size() == 1)
     for (auto& [k, v] : by_dataset[datasets.front()].items())

@@ -38,6 +38,9 @@ struct DatasetClasses {
   std::string source;
 };
 
+// "FILE: record id \"ID\"": where an error about one record points.
+std::string record_where(const std::string& file, const InstructionRecord& r);
+
 // Datasets in order of first appearance.
 std::vector<std::string> datasets_of(const std::vector<InstructionRecord>& records);
 

@@ -101,17 +101,46 @@ AnswerRows::AnswerRows(const std::vector<int64_t>& lengths, const std::vector<in
       samplers_.emplace_back(sampling.temperature, sampling.top_p, seed);
     }
   }
+  if (!sampling.row_choices.empty()) {
+    if (static_cast<int64_t>(sampling.row_choices.size()) != B)
+      throw std::invalid_argument("generate_graph_answers: answer choices need one entry per row");
+    if (std::any_of(sampling.row_choices.begin(), sampling.row_choices.end(), [](auto* c) { return c != nullptr; })) {
+      choices_ = sampling.row_choices;
+      choice_at_.assign(static_cast<size_t>(B), AnswerChoices::kStart);
+    }
+  }
 }
 
 torch::Tensor AnswerRows::pick(const torch::Tensor& logits) {
-  if (samplers_.empty()) return logits.argmax(-1);
+  if (samplers_.empty() && choices_.empty()) return logits.argmax(-1);
+  // A free greedy row takes the device's argmax, so that it is the same pick as with no choices.
+  const torch::Tensor greedy = samplers_.empty() ? logits.argmax(-1).to(torch::kCPU) : torch::Tensor();
   auto rows = logits.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t B = rows.size(0), V = rows.size(1);
   auto next = torch::zeros({B}, torch::kInt64);
   int64_t* out = next.data_ptr<int64_t>();
   const float* row = rows.data_ptr<float>();
-  for (int64_t b = 0; b < B; ++b)
-    if (!done_[b]) out[b] = samplers_[b].sample(row + b * V, V);
+  std::vector<float> among;
+  for (int64_t b = 0; b < B; ++b) {
+    if (done_[b]) continue;
+    const AnswerChoices* choices = choices_.empty() ? nullptr : choices_[b];
+    if (!choices) {
+      out[b] = samplers_.empty() ? greedy[b].item<int64_t>() : samplers_[b].sample(row + b * V, V);
+      continue;
+    }
+    // The pick among the allowed tokens' logits: the same softmax, renormalised over them, and
+    // the same draw from the row's generator as a free pick.
+    const std::vector<int32_t>& allowed = choices->allowed(choice_at_[b]);
+    if (allowed.empty()) throw std::logic_error("generate_graph_answers: a row's answer choices ended before its stop token");
+    among.clear();
+    for (int32_t t : allowed) {
+      if (t < 0 || t >= V) throw std::invalid_argument("generate_graph_answers: an answer choice's token is outside the vocabulary");
+      among.push_back(row[b * V + t]);
+    }
+    const int64_t k = samplers_.empty() ? std::max_element(among.begin(), among.end()) - among.begin()
+                                        : samplers_[b].sample(among.data(), static_cast<int64_t>(among.size()));
+    out[b] = allowed[static_cast<size_t>(k)];
+  }
   return next;
 }
 
@@ -132,6 +161,7 @@ bool AnswerRows::take(const torch::Tensor& next) {
   bool all_done = true;
   for (size_t b = 0; b < done_.size(); ++b) {
     if (done_[b]) continue;
+    if (!choices_.empty() && choices_[b]) choice_at_[b] = choices_[b]->next(choice_at_[b], static_cast<int32_t>(tok[b]));
     if (tok[b] == eos_) {
       done_[b] = true;
       continue;

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/answer_choices.hpp"
 #include "model/generate.hpp"
 #include "model/graphgpt.hpp"
 
@@ -35,6 +36,9 @@ struct AnswerSampling {
   float top_p = 1.0f;        // 0 or >= 1: no nucleus cut
   // One per row (non-zero) when temperature > 0; std::invalid_argument otherwise.
   std::vector<uint64_t> row_seeds;
+  // Empty, or one per row (std::invalid_argument otherwise): the answers that row may give
+  // (model/answer_choices.hpp), each ending with the stop token; nullptr: any answer.
+  std::vector<const AnswerChoices*> row_choices;
 };
 
 // Each row's prompt length from a right-padded attention mask [B, T] (on the host or a device);
@@ -84,7 +88,8 @@ class StageDecode {
 };
 
 // The last stage's part: the head at each row's newest position, the pick (argmax, or the row's
-// own sampler), and the answers as they grow.
+// own sampler, among the tokens its choices allow where it has choices), and the answers as they
+// grow.
 class AnswerRows {
  public:
   // prefix_length: the shared prefix's positions, which the prefill's hidden states do not hold.
@@ -106,6 +111,8 @@ class AnswerRows {
   torch::Tensor last_position_;  // [B]: each row's last prompt position
   int32_t eos_;
   std::vector<Sampler> samplers_;
+  std::vector<const AnswerChoices*> choices_;  // per row, nullptr where free; empty: none has any
+  std::vector<int32_t> choice_at_;             // each constrained row's node in its choices
   std::vector<bool> done_;
   std::vector<std::vector<int32_t>> out_;
   bool finished_ = false;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "model/graph_generate.hpp"
@@ -168,6 +169,81 @@ TEST(GraphGenerate, SampledRowsFollowTheirOwnSeeds) {
   EXPECT_EQ(gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, cold), greedy);
   gt::AnswerSampling unseeded{0.2f, 1.0f, {}};
   EXPECT_THROW(gt::generate_graph_answers(model, make_batch(prompts), max_new, -1, unseeded), std::invalid_argument);
+}
+
+// The reference for answers within choices: full forwards, each step's argmax among the tokens
+// that continue a choice from the answer so far.
+std::vector<int32_t> full_forward_within(gt::GraphGpt& model, const Prompt& p, const gt::AnswerChoices& choices,
+                                         int32_t eos) {
+  torch::NoGradGuard ng;
+  Prompt seq = p;
+  std::vector<int32_t> out;
+  for (int32_t at = gt::AnswerChoices::kStart;;) {
+    auto logits = model->forward(make_batch({seq}));
+    auto last = logits[0][logits.size(1) - 1];
+    int32_t next = -1;
+    for (int32_t t : choices.allowed(at))
+      if (next < 0 || last[t].item<float>() > last[next].item<float>()) next = t;
+    if (next == eos) return out;
+    at = choices.next(at, next);
+    out.push_back(next);
+    seq.ids.push_back(next);
+  }
+}
+
+TEST(AnswerChoices, PrefixTreeOfTheSequences) {
+  gt::AnswerChoices c({{5, 6, 2}, {5, 7, 2}, {9, 2}, {5, 6, 2}});
+  EXPECT_EQ(c.allowed(gt::AnswerChoices::kStart), (std::vector<int32_t>{5, 9}));
+  const int32_t five = c.next(gt::AnswerChoices::kStart, 5);
+  EXPECT_EQ(c.allowed(five), (std::vector<int32_t>{6, 7}));
+  EXPECT_EQ(c.next(gt::AnswerChoices::kStart, 6), -1);
+  EXPECT_EQ(c.allowed(c.next(c.next(five, 7), 2)), std::vector<int32_t>{});
+  EXPECT_EQ(c.longest(), 3);
+  EXPECT_THROW(gt::AnswerChoices({{1}, {}}), std::invalid_argument);
+}
+
+// Within choices a row's answer is always one of them, picked as greedy decoding picks among the
+// tokens that continue one (the full-forward reference); a row whose free answer is a choice
+// keeps it; a row without choices answers freely; sampled rows stay within theirs and follow
+// their own seeds.
+TEST(GraphGenerate, AnswersWithinChoices) {
+  auto model = make_model();
+  const auto prompts = three_prompts();
+  const int64_t max_new = 8;
+  const auto free = gt::generate_graph_answers(model, make_batch(prompts), max_new, -1);
+  int32_t eos = 0;
+  while (std::count(free[0].begin(), free[0].begin() + 3, eos) > 0) ++eos;
+  auto with_eos = [&](std::vector<int32_t> s) {
+    s.push_back(eos);
+    return s;
+  };
+  const std::vector<int32_t> free_start(free[0].begin(), free[0].begin() + 3);
+  const gt::AnswerChoices first({with_eos(free_start), with_eos({(free_start[0] + 1) % 40, 6}),
+                                 with_eos({(free_start[0] + 1) % 40, 7})});
+  const gt::AnswerChoices second({with_eos({9}), with_eos({10, 11}), with_eos({10, 12}), with_eos({30, 31, 32})});
+  gt::AnswerSampling within;
+  within.row_choices = {&first, &second, nullptr};
+  const auto answers = gt::generate_graph_answers(model, make_batch(prompts), max_new, eos, within);
+  EXPECT_EQ(answers[0], free_start);  // its free answer's start is a choice: greedy keeps it
+  EXPECT_EQ(answers[0], full_forward_within(model, prompts[0], first, eos));
+  EXPECT_EQ(answers[1], full_forward_within(model, prompts[1], second, eos));
+  const auto free_eos = gt::generate_graph_answers(model, make_batch({prompts[2]}), max_new, eos)[0];
+  EXPECT_EQ(answers[2], free_eos);
+
+  gt::AnswerSampling hot{1.5f, 1.0f, {11, 22, 33}, {&second, &second, &second}};
+  const auto sampled = gt::generate_graph_answers(model, make_batch(prompts), max_new, eos, hot);
+  std::set<std::vector<int32_t>> seen;
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    const auto& a = sampled[r];
+    EXPECT_TRUE(a == std::vector<int32_t>{9} || a == std::vector<int32_t>({10, 11}) || a == std::vector<int32_t>({10, 12}) ||
+                a == std::vector<int32_t>({30, 31, 32}))
+        << "row " << r;
+    gt::AnswerSampling alone{1.5f, 1.0f, {hot.row_seeds[r]}, {&second}};
+    EXPECT_EQ(a, gt::generate_graph_answers(model, make_batch({prompts[r]}), max_new, eos, alone)[0]) << "row " << r;
+  }
+  gt::AnswerSampling short_list = within;
+  short_list.row_choices.pop_back();
+  EXPECT_THROW(gt::generate_graph_answers(model, make_batch(prompts), max_new, eos, short_list), std::invalid_argument);
 }
 
 TEST(GraphGenerate, OneByOneEqualsFullForwardWithoutCache) {

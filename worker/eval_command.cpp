@@ -38,6 +38,7 @@
 #include "config/job_config.hpp"
 #include "config/names.hpp"
 #include "control/control_client.hpp"
+#include "eval/eval_choices.hpp"
 #include "eval/eval_plan.hpp"
 #include "eval/eval_progress.hpp"
 #include "eval/eval_scoring.hpp"
@@ -123,6 +124,7 @@ EvalFingerprint eval_fingerprint(const JobConfig& cfg) {
       {"[eval].max_new_tokens", std::to_string(cfg.eval.max_new_tokens)},
       {"[eval].batch_size", std::to_string(cfg.eval.batch_size)},
       {"[eval].text_only", cfg.eval.text_only ? "true" : "false"},
+      {"[eval].answers", cfg.eval.answers},
   };
 }
 
@@ -262,14 +264,21 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
                                      ? cfg.eval.max_new_tokens
                                      : auto_max_new_tokens(refs, *s.tokenizer, &longest_reference);
   const bool greedy = cfg.eval.temperature <= 0;
+  // A repeated prompt answered once (order_prompts) shares its record's choices: records of one
+  // prompt are of one dataset wherever the prompt lists its classes, as data build's do.
+  const std::vector<std::shared_ptr<const AnswerChoices>> choices =
+      cfg.eval.answers == "choices" ? eval_answer_choices(records, refs, classes, *s.tokenizer, tmpl, stop_id,
+                                                          cfg.eval.max_new_tokens, cfg.data.instructions)
+                                    : std::vector<std::shared_ptr<const AnswerChoices>>{};
   if (reports) {
     const std::string decoding =
         greedy ? std::string("greedy") : "sampling at temperature " + std::to_string(cfg.eval.temperature);
     const std::string budget_why =
         cfg.eval.max_new_tokens > 0 ? ""
                                     : " (the longest reference answer is " + std::to_string(longest_reference) + " tokens)";
-    std::fprintf(stderr, "graphtune: eval: protocol %s, template %s, %s, up to %lld new tokens%s\n",
-                 name_of(cfg.eval.protocol), chat_template_name(tmpl), decoding.c_str(),
+    const std::string within = choices.empty() ? "" : " within the listed answers (class names, yes or no)";
+    std::fprintf(stderr, "graphtune: eval: protocol %s, template %s, %s%s, up to %lld new tokens%s\n",
+                 name_of(cfg.eval.protocol), chat_template_name(tmpl), decoding.c_str(), within.c_str(),
                  static_cast<long long>(max_new_tokens), budget_why.c_str());
   }
 
@@ -360,6 +369,8 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
     sampling.top_p = static_cast<float>(cfg.eval.top_p);
     if (sampling.temperature > 0)
       for (size_t e : plan[static_cast<size_t>(b)].examples) sampling.row_seeds.push_back(row_seed(cfg.eval.seed, records[e].id));
+    if (!choices.empty())
+      for (size_t e : plan[static_cast<size_t>(b)].examples) sampling.row_choices.push_back(choices[e].get());
     return sampling;
   };
   auto commit = [&](int64_t b, std::vector<std::vector<int32_t>>& answers) {

@@ -135,6 +135,32 @@ assert [r["truth"] for r in rows] == [x["conversations"][-1]["value"] for x in r
 assert json.load(open(sys.argv[1] + "/graphgpt/" + f)) == rows
 PYEOF
 
+# Answers within the choices: every answer a class name (yes or no) as the records write it, so
+# none is unparsed; an answer that was one already stays the same. The budget follows the
+# records' answers (a class name is up to 28 tokens in stories260K's vocabulary).
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.answers choices \
+  --eval.max_new_tokens 0 --out "$TMP/evch" >/dev/null 2>"$TMP/evch.err"
+check "--eval.answers choices: exit 0, and it says so" grep -q "greedy within the listed answers" "$TMP/evch.err"
+check "--eval.answers choices: each answer a class name, none unparsed; free answers that were one unchanged" \
+  "$PY" - "$TMP/evch" "$TMP/ev/eval" <<'PYEOF'
+import json, sys
+m = json.load(open(sys.argv[1] + "/metrics.json"))
+names = m["node_classification"]["classes"]
+assert m["answers"] == "choices" and m["node_classification"]["unparsed"] == 0, m
+within = [json.loads(l)["res"] for l in open(sys.argv[1] + "/predictions.jsonl")]
+free = [json.loads(l)["res"] for l in open(sys.argv[2] + "/predictions.jsonl")]
+assert len(within) == 12 and all(a in names for a in within), within
+assert all(w == f for w, f in zip(within, free) if f in names), (within, free)
+assert json.load(open(sys.argv[2] + "/metrics.json"))["answers"] == "free"
+PYEOF
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/lp.json" --eval.answers choices \
+  --out "$TMP/evlpch" >/dev/null 2>&1
+check "--eval.answers choices: each link-prediction answer is yes or no" "$PY" - "$TMP/evlpch/predictions.jsonl" <<'PYEOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 6 and all(r["res"] in ("yes", "no") for r in rows), rows
+PYEOF
+
 # Bad input: one line, exit code 2, no outputs.
 expect_fail "missing projector" "nope.bin: cannot open" -- "${EVAL[@]}" --model.projector "$TMP/nope.bin" \
   --data.instructions "$TMP/test.json" --out "$TMP/x1"
@@ -169,5 +195,18 @@ expect_fail "class names that collide" 'dup_classes.json: "synth": classes 0 and
   --eval.classes "$TMP/dup_classes.json" --out "$TMP/x4"
 expect_fail "an unknown protocol" "--eval.protocol: 'llava' is not one of: graphtune, graphgpt" -- \
   "${EVAL[@]}" --data.instructions "$TMP/test.json" --eval.protocol llava --out "$TMP/x5"
-check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 2>/dev/null"
+"$PY" - "$TMP/test.json" "$TMP/worded.json" <<'PYEOF'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+recs[2]["conversations"][-1]["value"] = "It is " + recs[2]["conversations"][-1]["value"] + "."
+json.dump(recs, open(sys.argv[2], "w"))
+PYEOF
+expect_fail "choices for a reference answer in other words" "is not \"" -- "${EVAL[@]}" \
+  --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/worded.json" --eval.answers choices --out "$TMP/x6"
+expect_fail "a budget shorter than a choice" "[eval].max_new_tokens: 1 tokens cannot hold the longest answer choice" -- \
+  "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.answers choices \
+  --eval.max_new_tokens 1 --out "$TMP/x7"
+expect_fail "an unknown answers setting" "--eval.answers: 'any' is not one of: free, choices" -- \
+  "${EVAL[@]}" --data.instructions "$TMP/test.json" --eval.answers any --out "$TMP/x8"
+check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 2>/dev/null"
 finish

@@ -2,8 +2,8 @@
 # graphtune eval on many ranks under real mpirun, against one process of one thread:
 #  - dp 2, pp 2, dp 2 x pp 2 and tp 2 (its ranks answer as replicas) through the launcher, and
 #    dp 2 under a plain mpirun, write the one
-#    rank's predictions.jsonl, metrics.json and GraphGPT result file byte for byte, greedy and
-#    under GraphGPT's sampling protocol;
+#    rank's predictions.jsonl, metrics.json and GraphGPT result file byte for byte, greedy,
+#    under GraphGPT's sampling protocol, and (pp 2, tp 2) greedy within the class names;
 #  - a rank killed after a random number of batches stops the job within 10 s and leaves no
 #    result file, only the committed answers; --resume at another layout ends with the same
 #    files; a changed record file or projector on --resume is refused in one line;
@@ -36,13 +36,16 @@ same_results() {  # same_results DIR REF: the three result files equal byte for 
     cmp -s "$1/graphgpt/synth_test_res_0_16.json" "$2/graphgpt/synth_test_res_0_16.json"
 }
 
-for protocol in graphtune graphgpt; do
+for protocol in graphtune graphgpt choices; do
   P=(--eval.protocol $protocol)
   [ $protocol = graphgpt ] && P+=(--eval.max_new_tokens 12)  # sampling at 0.2, seeded per record
+  [ $protocol = choices ] && P=(--eval.answers choices --eval.max_new_tokens 0)  # greedy within the class names
   "$GT" "${EVAL[@]}" "${P[@]}" --out "$TMP/$protocol/one" >"$TMP/$protocol.one.out" 2>"$TMP/$protocol.one.err"
   check "$protocol: one rank exits 0 and answers the 16 records" \
     test $? -eq 0 -a "$(grep -c '' "$TMP/$protocol/one/predictions.jsonl" 2>/dev/null)" = 16
-  for layout in "--np 2" "--pp 2" "--dp 2 --pp 2" "--tp 2"; do
+  layouts=("--np 2" "--pp 2" "--dp 2 --pp 2" "--tp 2")
+  [ $protocol = choices ] && layouts=("--pp 2" "--tp 2")  # the choices live where the pick is: a pipeline's last stage
+  for layout in "${layouts[@]}"; do
     name=$(echo "$layout" | tr -d ' -')
     # shellcheck disable=SC2086
     timeout 300 "$GT" "${EVAL[@]}" "${P[@]}" $layout --out "$TMP/$protocol/$name" >"$TMP/$protocol.$name.out" 2>&1

@@ -1,0 +1,36 @@
+#pragma once
+// [eval].answers = "choices": the answers each record may give, as the tokens the model was
+// trained to write for them. A node-classification record chooses among its dataset's class
+// names, a link prediction between yes and no (each the answer turn's tokens under the eval's
+// chat template, its stop token last, as tokenize_conversation learns them); any other record
+// (graph matching, a dataset without a class list) answers freely.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/chat_template.hpp"
+#include "data/instructions.hpp"
+#include "eval/eval_scoring.hpp"
+#include "model/answer_choices.hpp"
+
+namespace gt {
+
+class Tokenizer;
+
+// The tokens of `answer` as the model learns to write it in a gpt turn (its stop token last).
+// InputError naming `where` if they do not end with stop_id.
+std::vector<int32_t> answer_turn_tokens(const std::string& answer, const Tokenizer& tok, const ChatTemplate& tmpl,
+                                        int32_t stop_id, const std::string& where);
+
+// One entry per record, nullptr where it answers freely; a dataset's records share one set.
+// InputError naming `file` and the record where a record to constrain has a reference answer
+// that is not one of its choices exactly (the model would be trained to write something else),
+// or `max_new_tokens` (when above 0) cannot hold the longest choice.
+std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
+    const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
+    const std::map<std::string, DatasetClasses>& classes, const Tokenizer& tok, const ChatTemplate& tmpl,
+    int32_t stop_id, int64_t max_new_tokens, const std::string& file);
+
+}  // namespace gt
