@@ -86,7 +86,9 @@
 # [model].hop_field_rows),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
-# every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"),
+# every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"), ANSWERS (free: the
+# LLM's answers as it writes them; choices: decoded within the class names, [eval].answers, for
+# every LLM row, zero-shot included),
 # SEEDS (5, for GCN/MLP), RANKS (2: stages 1 and 2 on that many
 # data-parallel ranks of one thread each, which on 2 cores trains 15% faster than one rank of two
 # threads; every layout is proven equal to one process); for a quick try of the script itself,
@@ -130,6 +132,7 @@ FIELD_DROPOUT=${FIELD_DROPOUT:-0}
 FIELD_ROWS=${FIELD_ROWS:-l2}
 STAGE2_ARGS=${STAGE2_ARGS:-}
 read -ra STAGE2_EXTRA <<< "$STAGE2_ARGS"
+ANSWERS=${ANSWERS:-free}
 RANKS=${RANKS:-2}
 TUNE_RANKS=()
 [ "$RANKS" -gt 1 ] && TUNE_RANKS=(--dp "$RANKS" --training.threads 1)
@@ -159,6 +162,7 @@ case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
 case $FIELD_ROWS in as_is|l1|l2) ;; *) echo "bench/quality.sh: FIELD_ROWS must be as_is, l1 or l2, got '$FIELD_ROWS'" >&2; exit 2 ;; esac
+case $ANSWERS in free|choices) ;; *) echo "bench/quality.sh: ANSWERS must be free or choices, got '$ANSWERS'" >&2; exit 2 ;; esac
 # Checked here, not by the first stage 2 minutes into the run; graphtune itself checks the keys.
 for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
   [[ ${STAGE2_EXTRA[i]} =~ ^--[a-z_0-9]+\.[a-z_0-9]+$ ]] && [ $((i + 1)) -lt ${#STAGE2_EXTRA[@]} ] ||
@@ -278,15 +282,16 @@ score() {
   [ -d "$4/stage2/adapter" ] && adapter=(--model.adapter "$4/stage2/adapter")
   "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$1" "${adapter[@]}" --training.seed "$5" \
     --model.graph_encoder "$4/stage2/graph_encoder.safetensors" --model.projector "$4/stage2/graph_projector.bin" \
-    --data.instructions "$scored" --out "$4/eval" --overwrite >&2
+    --data.instructions "$scored" --eval.answers "$ANSWERS" --out "$4/eval" --overwrite >&2
 }
 
 # trained_matches TRAINED_RUN NAME: whether that earlier run (TRAINED_IN) finished with these
-# settings but SCORE_ON; says why not.
+# settings but the eval's own (SCORE_ON, ANSWERS); says why not.
 trained_matches() {
+  local eval_only='s/ score_on=[a-z]*//; s/ answers=[a-z]*//'
   [ -f "$1/eval/metrics.json" ] && [ -f "$1/bench_seconds.txt" ] && [ -f "$1/stage2/graph_projector.bin" ] ||
     { log "TRAINED_IN: no finished run in $1; training it here"; return 1; }
-  [ "$(sed 's/ score_on=[a-z]*//' "$1/bench_settings.txt" 2>/dev/null)" = "$(run_settings "$2" | sed 's/ score_on=[a-z]*//')" ] ||
+  [ "$(sed "$eval_only" "$1/bench_settings.txt" 2>/dev/null)" = "$(run_settings "$2" | sed "$eval_only")" ] ||
     { log "TRAINED_IN: $1 was trained with other settings; training it here"; return 1; }
 }
 
@@ -316,14 +321,15 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
 run_settings() {
-  local rows="" ranks=""  # named only when not what every run had before they were recorded
+  local rows="" ranks="" answers=""  # named only when not what every run had before they were recorded
   [ "$FIELD_ROWS" = as_is ] || rows=" field_rows=$FIELD_ROWS"
+  [ "$ANSWERS" = free ] || answers=" answers=$ANSWERS"
   # Every layout equals one process to rounding, not bit for bit: a seed is kept or reused only
   # from a run on as many ranks.
   [ "$RANKS" = 2 ] || ranks=" ranks=$RANKS"
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks"
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks$answers"
 }
 
 # kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with
@@ -367,7 +373,7 @@ for graph in $GRAPHS; do
     log "$name: zero-shot, the LLM from the text alone"
     t0=$(now)
     "$GT" eval --config configs/smollm2/stage2.toml --data.graph "$folder" --model.graph_encoder "" --model.projector "" \
-      --data.instructions "$dir/$SCORE_ON.json" --eval.text_only true --out "$dir/zero_shot" --overwrite >&2
+      --data.instructions "$dir/$SCORE_ON.json" --eval.text_only true --eval.answers "$ANSWERS" --out "$dir/zero_shot" --overwrite >&2
     runs=(--run "SmolLM2-135M zero-shot, text alone=$dir/zero_shot=$(since "$t0")")
   fi
   probes=()
