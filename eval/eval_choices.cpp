@@ -26,11 +26,8 @@ std::vector<int32_t> answer_turn_tokens(const std::string& answer, const Tokeniz
   return out;
 }
 
-std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
-    const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
-    const std::map<std::string, DatasetClasses>& classes, const Tokenizer& tok, const ChatTemplate& tmpl,
-    int32_t stop_id, int64_t max_new_tokens, const std::string& file) {
-  // Every reference answer first: a record in other words is named before any tokenizing.
+void check_answers_are_choices(const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
+                               const std::map<std::string, DatasetClasses>& classes, const std::string& file) {
   auto expected = [&](size_t i) -> std::string {
     const EvalReference& ref = refs[i];
     if (ref.task == EvalTask::kLinkPrediction) return ref.label ? "yes" : "no";
@@ -42,7 +39,13 @@ std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
            "its reference answer \"" + refs[i].answer + "\" is not \"" + expected(i) +
                "\" exactly, and [eval].answers = \"choices\" answers with a class name (yes or no) as it is written: "
                "use \"free\" for answers in other words");
+}
 
+std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
+    const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
+    const std::map<std::string, DatasetClasses>& classes, const Tokenizer& tok, const ChatTemplate& tmpl,
+    int32_t stop_id, int64_t max_new_tokens, const std::string& file) {
+  check_answers_are_choices(records, refs, classes, file);
   auto choices_of = [&](const std::vector<std::string>& answers) {
     std::vector<std::vector<int32_t>> seqs;
     for (const std::string& a : answers) seqs.push_back(answer_turn_tokens(a, tok, tmpl, stop_id, "[eval].answers"));

@@ -219,6 +219,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   std::vector<InstructionRecord> records = read_job_records(cfg.data);
   const std::map<std::string, DatasetClasses> classes = eval_class_lists(cfg, records);
   std::vector<EvalReference> refs = eval_references(records, classes, cfg.data.instructions);
+  if (cfg.eval.answers == "choices") check_answers_are_choices(records, refs, classes, cfg.data.instructions);
 
   // The ranks form their groups once the model's shape is known; each then reads only its
   // pipeline stage's weights.
