@@ -7,6 +7,9 @@
 
 namespace gt {
 
+namespace {
+
+// The tokens of `answer` as the model learns to write it in a gpt turn, its stop token last.
 std::vector<int32_t> answer_turn_tokens(const std::string& answer, const Tokenizer& tok, const ChatTemplate& tmpl,
                                         int32_t stop_id, const std::string& where) {
   // A one-turn conversation: the answer's tokens do not depend on the question, because
@@ -26,6 +29,8 @@ std::vector<int32_t> answer_turn_tokens(const std::string& answer, const Tokeniz
   return out;
 }
 
+}  // namespace
+
 void check_answers_are_choices(const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
                                const std::map<std::string, DatasetClasses>& classes, const std::string& file) {
   auto expected = [&](size_t i) -> std::string {
@@ -44,8 +49,7 @@ void check_answers_are_choices(const std::vector<InstructionRecord>& records, co
 std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
     const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
     const std::map<std::string, DatasetClasses>& classes, const Tokenizer& tok, const ChatTemplate& tmpl,
-    int32_t stop_id, int64_t max_new_tokens, const std::string& file) {
-  check_answers_are_choices(records, refs, classes, file);
+    int32_t stop_id, int64_t max_new_tokens) {
   auto choices_of = [&](const std::vector<std::string>& answers) {
     std::vector<std::vector<int32_t>> seqs;
     for (const std::string& a : answers) seqs.push_back(answer_turn_tokens(a, tok, tmpl, stop_id, "[eval].answers"));

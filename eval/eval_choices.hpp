@@ -19,11 +19,6 @@ namespace gt {
 
 class Tokenizer;
 
-// The tokens of `answer` as the model learns to write it in a gpt turn (its stop token last).
-// InputError naming `where` if they do not end with stop_id.
-std::vector<int32_t> answer_turn_tokens(const std::string& answer, const Tokenizer& tok, const ChatTemplate& tmpl,
-                                        int32_t stop_id, const std::string& where);
-
 // InputError naming `file` and the record where a record to constrain has a reference answer
 // that is not one of its choices exactly (the model was trained to write something else). Needs
 // no tokenizer: an eval checks it before any weight is read.
@@ -31,11 +26,11 @@ void check_answers_are_choices(const std::vector<InstructionRecord>& records, co
                                const std::map<std::string, DatasetClasses>& classes, const std::string& file);
 
 // One entry per record, nullptr where it answers freely; a dataset's records share one set.
-// check_answers_are_choices first; then InputError where `max_new_tokens` (when above 0) cannot
+// Call check_answers_are_choices first. InputError where `max_new_tokens` (when above 0) cannot
 // hold the longest choice.
 std::vector<std::shared_ptr<const AnswerChoices>> eval_answer_choices(
     const std::vector<InstructionRecord>& records, const std::vector<EvalReference>& refs,
     const std::map<std::string, DatasetClasses>& classes, const Tokenizer& tok, const ChatTemplate& tmpl,
-    int32_t stop_id, int64_t max_new_tokens, const std::string& file);
+    int32_t stop_id, int64_t max_new_tokens);
 
 }  // namespace gt

@@ -269,7 +269,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   // prompt are of one dataset wherever the prompt lists its classes, as data build's do.
   const std::vector<std::shared_ptr<const AnswerChoices>> choices =
       cfg.eval.answers == "choices" ? eval_answer_choices(records, refs, classes, *s.tokenizer, tmpl, stop_id,
-                                                          cfg.eval.max_new_tokens, cfg.data.instructions)
+                                                          cfg.eval.max_new_tokens)
                                     : std::vector<std::shared_ptr<const AnswerChoices>>{};
   if (reports) {
     const std::string decoding =
