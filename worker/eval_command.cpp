@@ -219,7 +219,10 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   std::vector<InstructionRecord> records = read_job_records(cfg.data);
   const std::map<std::string, DatasetClasses> classes = eval_class_lists(cfg, records);
   std::vector<EvalReference> refs = eval_references(records, classes, cfg.data.instructions);
-  if (cfg.eval.answers == "choices") check_answers_are_choices(records, refs, classes, cfg.data.instructions);
+  // Under --skip-invalid the check waits for the drop below: a record that is dropped anyway
+  // (a node beyond the graph, say) must not refuse the eval for its answer's wording.
+  const bool check_choices = cfg.eval.answers == "choices";
+  if (check_choices && !cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
 
   // The ranks form their groups once the model's shape is known; each then reads only its
   // pipeline stage's weights.
@@ -235,6 +238,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   ParallelRuntime& rt = *runtime;
   const bool reports = rt.reports();
   if (records.size() != before) refs = eval_references(records, classes, cfg.data.instructions);
+  if (check_choices && cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
   if (reports && s.projector_from.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); reports && !note.empty())

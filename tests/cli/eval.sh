@@ -203,10 +203,25 @@ json.dump(recs, open(sys.argv[2], "w"))
 PYEOF
 expect_fail "choices for a reference answer in other words" "is not \"" -- "${EVAL[@]}" \
   --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/worded.json" --eval.answers choices --out "$TMP/x6"
+# Under --skip-invalid a record dropped for its node is not refused for its answer's wording.
+"$PY" - "$TMP/bad2.json" "$TMP/bad2worded.json" <<'PYEOF'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+recs[3]["conversations"][-1]["value"] = "It is " + recs[3]["conversations"][-1]["value"] + "."
+json.dump(recs, open(sys.argv[2], "w"))
+PYEOF
+"${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/bad2worded.json" --skip-invalid \
+  --eval.answers choices --eval.max_new_tokens 0 --out "$TMP/skipch" >/dev/null 2>"$TMP/skipch.err"
+check "--skip-invalid with choices: a dropped record's wording is not refused; 10 answers, the full run's" bash -c \
+  "test \$(grep -c '' '$TMP/skipch/predictions.jsonl') -eq 10 && grep -q 'dropped 1 of 11 records' '$TMP/skipch.err' &&
+   grep -F -x -f '$TMP/skipch/predictions.jsonl' '$TMP/evch/predictions.jsonl' | wc -l | grep -qx 10"
+expect_fail "choices, --skip-invalid: a kept record in other words is still refused" "is not \"" -- "${EVAL[@]}" \
+  --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/worded.json" --skip-invalid \
+  --eval.answers choices --eval.max_new_tokens 0 --out "$TMP/x9"
 expect_fail "a budget shorter than a choice" "[eval].max_new_tokens: 1 tokens cannot hold the longest answer choice" -- \
   "${EVAL[@]}" --model.projector "$TMP/s2/graph_projector.bin" --data.instructions "$TMP/test.json" --eval.answers choices \
   --eval.max_new_tokens 1 --out "$TMP/x7"
 expect_fail "an unknown answers setting" "--eval.answers: 'any' is not one of: free, choices" -- \
   "${EVAL[@]}" --data.instructions "$TMP/test.json" --eval.answers any --out "$TMP/x8"
-check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 2>/dev/null"
+check "failed evals leave no output folder" bash -c "! ls -d $TMP/x1 $TMP/x2 $TMP/x3 $TMP/x4 $TMP/x5 $TMP/x6 $TMP/x7 $TMP/x8 $TMP/x9 2>/dev/null"
 finish
