@@ -57,8 +57,9 @@
 # each seed's accuracy, and a row compares it with the mean linear probe of its own encoders.
 # RECIPE_SEEDS=2,3 (a comma list; "3," is seed 3 alone) runs those seeds only, into the same
 # RECIPE/seedS folders: one seed of a long run again, or more seeds for a run that has some.
-# KEEP_SEEDS=1 keeps each seed an earlier run into the same OUT finished with the same settings
-# (its eval written, and bench_settings.txt beside it saying them) and runs the rest, the table
+# KEEP_SEEDS=1 keeps each seed an earlier run into the same OUT finished with the same settings,
+# build and CPU model (its eval written, and bench_settings.txt beside it saying them: another
+# build or CPU trains another trajectory from the same seed) and runs the rest, the table
 # taking in all: RECIPE_SEEDS=3 KEEP_SEEDS=1 after a run stopped in seed 3 runs seed 3 alone.
 # TRAINED_IN=OUT scores, instead of training again, each seed an earlier run into that OUT
 # finished with the same settings but SCORE_ON (training never sees the papers scored, and the
@@ -318,6 +319,20 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
   if [ "$SEED_FOLDERS" = 0 ]; then echo "$1/$2"; else echo "$1/$2/seed$3"; fi
 }
 
+# What else a trained seed depends on: the runner is deterministic on one machine with one build,
+# but another build, or another CPU (its kernels round differently), trains another trajectory
+# from the same seed. So KEEP_SEEDS and TRAINED_IN reuse a seed only from this build (a hash of
+# the binaries) on this CPU model with as many threads.
+worker_binary() {
+  local d w
+  d=$(dirname "$GT")
+  w=${GRAPHTUNE_WORKER:-}
+  [ -n "$w" ] || for w in "$d/graphtune-worker" "$d/../worker/graphtune-worker"; do [ -x "$w" ] && break; done
+  echo "$w"
+}
+BUILD_ID=$(cat "$GT" "$(worker_binary)" 2>/dev/null | sha256sum | cut -c1-16)
+MACHINE_ID="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -s ' ' | tr ' ' _),$(nproc)"
+
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
 run_settings() {
@@ -329,7 +344,8 @@ run_settings() {
   [ "$RANKS" = 2 ] || ranks=" ranks=$RANKS"
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks$answers"
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks$answers" \
+    "build=$BUILD_ID machine=$MACHINE_ID"
 }
 
 # kept_seconds DIR NAME SEED: with KEEP_SEEDS=1, the seconds of that seed's finished run with
