@@ -331,7 +331,10 @@ worker_binary() {
   echo "$w"
 }
 BUILD_ID=$(cat "$GT" "$(worker_binary)" 2>/dev/null | sha256sum | cut -c1-16)
-MACHINE_ID="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -s ' ' | tr ' ' _),$(nproc)"
+# A virtual machine's model name can be as vague as "Intel(R) Xeon(R) Processor": its instruction
+# sets (which kernels libtorch picks) tell such CPUs apart.
+MACHINE_ID="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -s ' ' | tr ' ' _)"
+MACHINE_ID+=",flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | cut -c1-8),cores=$(nproc)"
 
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
