@@ -322,15 +322,17 @@ recipe_dir() {  # recipe_dir DIR NAME SEED
 # What else a trained seed depends on: the runner is deterministic on one machine with one build,
 # but another build, or another CPU (its kernels round differently), trains another trajectory
 # from the same seed. So KEEP_SEEDS and TRAINED_IN reuse a seed only from this build (a hash of
-# the binaries) on this CPU model with as many threads.
-worker_binary() {
+# the binaries) on this CPU model with as many cores.
+worker_binary() {  # where the launcher finds it
   local d w
   d=$(dirname "$GT")
   w=${GRAPHTUNE_WORKER:-}
   [ -n "$w" ] || for w in "$d/graphtune-worker" "$d/../worker/graphtune-worker"; do [ -x "$w" ] && break; done
   echo "$w"
 }
-BUILD_ID=$(cat "$GT" "$(worker_binary)" 2>/dev/null | sha256sum | cut -c1-16)
+[ -x "$GT" ] && [ -x "$(worker_binary)" ] ||
+  { echo "bench/quality.sh: $GT or its graphtune-worker is not built: run scripts/build.sh first" >&2; exit 2; }
+BUILD_ID=$(cat "$GT" "$(worker_binary)" | sha256sum | cut -c1-16)
 # A virtual machine's model name can be as vague as "Intel(R) Xeon(R) Processor": its instruction
 # sets (which kernels libtorch picks) tell such CPUs apart.
 MACHINE_ID="$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1 | tr -s ' ' | tr ' ' _)"
