@@ -18,16 +18,14 @@ seeds a split. Rows:
   bench/gnn_ceiling.py [ASSETS]   # after scripts/build.sh (Cora-ML's features); 23 minutes
                                   # on 2 cores
 """
-import os
-import sys
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from label_input_probe import load, normalised, split
-from reader_ceiling import hashed_cora_ml_features
+from label_input_probe import normalised, split
+from reader_ceiling import bench_graphs
 
 HIDDEN, DROPOUT, LR, WEIGHT_DECAY, EPOCHS = 64, 0.5, 0.01, 5e-4, 300
 HOPS, TELEPORT = 10, 0.1
@@ -98,14 +96,9 @@ def accuracy(model, x, y, train, val, seed):
 
 
 def main():
-    assets = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
-    if not os.path.isdir(os.path.join(assets, "graph")):
-        sys.exit(f"gnn_ceiling: no graphs under {assets}/graph (pass the assets folder)")
-    torch.set_num_threads(os.cpu_count() or 1)
-    for name in ["cora_ml", "linqs"]:
+    for name, a, _, labels, features in bench_graphs("gnn_ceiling"):
         t0 = time.time()
-        a, words, labels = load(assets, name)
-        x = torch.from_numpy(hashed_cora_ml_features(assets) if name == "cora_ml" else words).float()
+        x = torch.from_numpy(features).float()
         # Sparse: 300 epochs of a dense 3,000-node propagation cost minutes a model.
         a_hat = torch.from_numpy(normalised(a)).to_sparse()
         y = torch.from_numpy(labels)

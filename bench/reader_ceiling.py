@@ -84,15 +84,21 @@ def appnp(a_hat, p):
     return out
 
 
-def main():
+def bench_graphs(script):
+    """Cora-ML and LINQS Cora from the assets folder (argv[1], $GRAPHTUNE_ASSETS or
+    ../shared/assets): name, adjacency, the raw words, labels, and the features the bench gives."""
     assets = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GRAPHTUNE_ASSETS", "../shared/assets")
     if not os.path.isdir(os.path.join(assets, "graph")):
-        sys.exit(f"reader_ceiling: no graphs under {assets}/graph (pass the assets folder)")
+        sys.exit(f"{script}: no graphs under {assets}/graph (pass the assets folder)")
     torch.set_num_threads(os.cpu_count() or 1)
     for name in ["cora_ml", "linqs"]:
-        t0 = time.time()
         a, words, y = load(assets, name)
-        x = hashed_cora_ml_features(assets) if name == "cora_ml" else words
+        yield name, a, words, y, hashed_cora_ml_features(assets) if name == "cora_ml" else words
+
+
+def main():
+    for name, a, words, y, x in bench_graphs("reader_ceiling"):
+        t0 = time.time()
         classes = int(y.max()) + 1
         a_hat = normalised(a)
         rings = hop_means(a)
