@@ -32,10 +32,12 @@ HOPS, TELEPORT = 10, 0.1
 
 
 class Mlp(torch.nn.Module):
-    """The transform every row shares; gcn propagates between its layers, the others after."""
+    """The transform every row shares; gcn propagates over a_hat between its layers, the others
+    after."""
 
-    def __init__(self, features, classes):
+    def __init__(self, a_hat, features, classes):
         super().__init__()
+        self.a_hat = a_hat
         self.first, self.second = torch.nn.Linear(features, HIDDEN), torch.nn.Linear(HIDDEN, classes)
 
     def forward(self, x, between=lambda h: h):
@@ -44,19 +46,11 @@ class Mlp(torch.nn.Module):
 
 
 class Gcn(Mlp):
-    def __init__(self, a_hat, features, classes):
-        super().__init__(features, classes)
-        self.a_hat = a_hat
-
     def forward(self, x):
         return self.a_hat @ super().forward(x, lambda h: self.a_hat @ h)
 
 
 class Appnp(Mlp):
-    def __init__(self, a_hat, features, classes):
-        super().__init__(features, classes)
-        self.a_hat = a_hat
-
     def forward(self, x):
         start = super().forward(x)
         out = start
@@ -67,8 +61,7 @@ class Appnp(Mlp):
 
 class GprGnn(Mlp):
     def __init__(self, a_hat, features, classes):
-        super().__init__(features, classes)
-        self.a_hat = a_hat
+        super().__init__(a_hat, features, classes)
         gamma = TELEPORT * (1 - TELEPORT) ** torch.arange(HOPS + 1, dtype=torch.float32)
         gamma[-1] = (1 - TELEPORT) ** HOPS
         self.gamma = torch.nn.Parameter(gamma)

@@ -221,8 +221,8 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   std::vector<EvalReference> refs = eval_references(records, classes, cfg.data.instructions);
   // Under --skip-invalid the check waits for the drop below: a record that is dropped anyway
   // (a node beyond the graph, say) must not refuse the eval for its answer's wording.
-  const bool check_choices = cfg.eval.answers == "choices";
-  if (check_choices && !cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
+  const bool within_choices = cfg.eval.answers == "choices";
+  if (within_choices && !cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
 
   // The ranks form their groups once the model's shape is known; each then reads only its
   // pipeline stage's weights.
@@ -238,7 +238,7 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   ParallelRuntime& rt = *runtime;
   const bool reports = rt.reports();
   if (records.size() != before) refs = eval_references(records, classes, cfg.data.instructions);
-  if (check_choices && cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
+  if (within_choices && cfg.data.skip_invalid) check_answers_are_choices(records, refs, classes, cfg.data.instructions);
   if (reports && s.projector_from.empty())
     std::fprintf(stderr, "graphtune: eval: no [model].projector: the projector is fresh (untrained)\n");
   if (const std::string note = graphgpt_keys_note(s.model->llm->config(), cfg.model.path); reports && !note.empty())
@@ -272,9 +272,9 @@ int evaluate(const JobConfig& cfg, const std::string& out_dir, const World& worl
   // A repeated prompt answered once (order_prompts) shares its record's choices: records of one
   // prompt are of one dataset wherever the prompt lists its classes, as data build's do.
   const std::vector<std::shared_ptr<const AnswerChoices>> choices =
-      cfg.eval.answers == "choices" ? eval_answer_choices(records, refs, classes, *s.tokenizer, tmpl, stop_id,
-                                                          cfg.eval.max_new_tokens)
-                                    : std::vector<std::shared_ptr<const AnswerChoices>>{};
+      within_choices
+          ? eval_answer_choices(records, refs, classes, *s.tokenizer, tmpl, stop_id, cfg.eval.max_new_tokens)
+          : std::vector<std::shared_ptr<const AnswerChoices>>{};
   if (reports) {
     const std::string decoding =
         greedy ? std::string("greedy") : "sampling at temperature " + std::to_string(cfg.eval.temperature);
