@@ -84,7 +84,8 @@
 # FIELD_DROPOUT (0: stage 2's dropout of the hop field's features, [model].encoder_dropout),
 # FIELD_ROWS (l2, chosen on the validation papers: each paper's features over their Euclidean
 # norm before the hops; l1 over their sum of absolute values; as_is as they are;
-# [model].hop_field_rows),
+# [model].hop_field_rows), FIELD_PROJECTOR (shared: the projector reads every hop with one map;
+# per_hop: each hop with its own, SIGN's way; [model].hop_field_projector),
 # STAGE2_RECORDS (480), STAGE2_EPOCHS (2, GraphGPT's own, chosen on the validation papers: stage
 # 2's epochs in every recipe), STAGE2_ARGS (none: more "--section.key VALUE" pairs for stage 2 of
 # every recipe, a lever to try: STAGE2_ARGS="--optimizer.weight_decay 0.1"), ANSWERS (free: the
@@ -131,6 +132,7 @@ LLAGA_FANOUT=${LLAGA_FANOUT:-10}
 FIELD_HOPS=${FIELD_HOPS:-16}
 FIELD_DROPOUT=${FIELD_DROPOUT:-0}
 FIELD_ROWS=${FIELD_ROWS:-l2}
+FIELD_PROJECTOR=${FIELD_PROJECTOR:-shared}
 STAGE2_ARGS=${STAGE2_ARGS:-}
 read -ra STAGE2_EXTRA <<< "$STAGE2_ARGS"
 ANSWERS=${ANSWERS:-free}
@@ -163,6 +165,8 @@ case $STAGE2_EPOCHS in ''|*[!0-9]*|0) echo "bench/quality.sh: STAGE2_EPOCHS must
 awk -v p="$FIELD_DROPOUT" 'BEGIN { exit !(p ~ /^[0-9]*\.?[0-9]+$/ && p < 1) }' ||
   { echo "bench/quality.sh: FIELD_DROPOUT must be a number in [0, 1), got '$FIELD_DROPOUT'" >&2; exit 2; }
 case $FIELD_ROWS in as_is|l1|l2) ;; *) echo "bench/quality.sh: FIELD_ROWS must be as_is, l1 or l2, got '$FIELD_ROWS'" >&2; exit 2 ;; esac
+case $FIELD_PROJECTOR in shared|per_hop) ;;
+  *) echo "bench/quality.sh: FIELD_PROJECTOR must be shared or per_hop, got '$FIELD_PROJECTOR'" >&2; exit 2 ;; esac
 case $ANSWERS in free|choices) ;; *) echo "bench/quality.sh: ANSWERS must be free or choices, got '$ANSWERS'" >&2; exit 2 ;; esac
 # Checked here, not by the first stage 2 minutes into the run; graphtune itself checks the keys.
 for ((i = 0; i < ${#STAGE2_EXTRA[@]}; i += 2)); do
@@ -258,7 +262,8 @@ recipe() {  # recipe TEXTLESS FOLDER DIR NAME SEED
     local base=()
     [ "$name" = hop_field_gcn ] && base=(--model.hop_field_base "$run/grounding/graph_encoder.safetensors")
     encoder=(--model.graph_encoder "" --model.graph_encoder_type hop_field --model.hop_field_hops "$FIELD_HOPS" "${base[@]}"
-             --model.hop_field_rows "$FIELD_ROWS" --model.encoder_dropout "$FIELD_DROPOUT")
+             --model.hop_field_rows "$FIELD_ROWS" --model.hop_field_projector "$FIELD_PROJECTOR"
+             --model.encoder_dropout "$FIELD_DROPOUT")
     projector=(--model.projector "")
   elif [ "$textless" = textless ]; then
     projector=(--model.projector "")
@@ -341,15 +346,16 @@ MACHINE_ID+=",flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sha256sum | 
 # run_settings NAME: what a recipe's run depends on beyond its graph and seed (the records are
 # rebuilt the same from the split's fixed seed), written beside a finished run for KEEP_SEEDS.
 run_settings() {
-  local rows="" ranks="" answers=""  # named only when not what every run had before they were recorded
-  [ "$FIELD_ROWS" = as_is ] || rows=" field_rows=$FIELD_ROWS"
+  local field="" ranks="" answers=""  # named only when not what every run had before they were recorded
+  [ "$FIELD_ROWS" = as_is ] || field=" field_rows=$FIELD_ROWS"
+  [ "$FIELD_PROJECTOR" = shared ] || field+=" field_projector=$FIELD_PROJECTOR"
   [ "$ANSWERS" = free ] || answers=" answers=$ANSWERS"
   # Every layout equals one process to rounding, not bit for bit: a seed is kept or reused only
   # from a run on as many ranks.
   [ "$RANKS" = 2 ] || ranks=" ranks=$RANKS"
   echo "recipe=$1 score_on=$SCORE_ON short=$SHORT test_records=$TEST_RECORDS stage2_records=$STAGE2_RECORDS" \
     "stage2_epochs=$STAGE2_EPOCHS gm_records=$GM_RECORDS encoder_lr=$ENCODER_LR llaga_fanout=$LLAGA_FANOUT" \
-    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$rows$ranks$answers" \
+    "field_hops=$FIELD_HOPS field_dropout=$FIELD_DROPOUT${STAGE2_ARGS:+ stage2_args=$STAGE2_ARGS}$field$ranks$answers" \
     "build=$BUILD_ID machine=$MACHINE_ID"
 }
 

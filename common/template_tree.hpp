@@ -20,16 +20,23 @@ constexpr int64_t kMaxFieldHops = 32;
 // the same whatever its length) and "l2" weighs each word 1/sqrt(word count), the rows of
 // features already of unit norm left as they are.
 inline const std::vector<const char*> kFieldRows = {"as_is", "l1", "l2"};
-inline bool is_field_rows(const std::string& rows) {
-  for (const char* r : kFieldRows)
-    if (rows == r) return true;
+// How the projector reads the hop field's K + 1 tokens: "shared", one linear map for every hop
+// and a hop's own bias (LLaGA's hop-field overview); or "per_hop", each hop through its own
+// linear map (SIGN's inception, Frasca et al. 2020): hop k's token holds its features in block k
+// of a (K + 1) times wider row, zeros elsewhere, so the one projector is K + 1 maps side by side.
+// A linear reader of every hop weighs each hop's words apart; "per_hop" hands the LLM that.
+inline const std::vector<const char*> kFieldProjectors = {"shared", "per_hop"};
+
+inline bool is_one_of(const std::string& value, const std::vector<const char*>& names) {
+  for (const char* n : names)
+    if (value == n) return true;
   return false;
 }
 // "\"as_is\", \"l1\" or \"l2\"", for the messages that refuse another.
-inline std::string field_rows_choices() {
+inline std::string choices_text(const std::vector<const char*>& names) {
   std::string s;
-  for (size_t i = 0; i < kFieldRows.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == kFieldRows.size() ? " or " : ", ") + std::string("\"") + kFieldRows[i] + "\"";
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string("\"") + names[i] + "\"";
   return s;
 }
 

@@ -139,6 +139,12 @@ ModelSection read_model(SectionReader& in) {
   else if (m.hop_field_rows != "as_is" && !m.graph_encoder.empty())
     r.reject("model", "hop_field_rows", "shapes a fresh hop_field encoder; [model].graph_encoder names an encoder file already "
                                         "(a hop field's file says its rows)");
+  m.hop_field_projector = in.one_of_names("model", "hop_field_projector", m.hop_field_projector, kFieldProjectors);
+  if (m.hop_field_projector != "shared" && m.graph_encoder_type != "hop_field")
+    r.reject("model", "hop_field_projector", "shapes a fresh hop_field encoder; graph_encoder_type is \"" + m.graph_encoder_type + "\"");
+  else if (m.hop_field_projector != "shared" && !m.graph_encoder.empty())
+    r.reject("model", "hop_field_projector", "shapes a fresh hop_field encoder; [model].graph_encoder names an encoder file "
+                                             "already (a hop field's file says how its projector reads it)");
   m.hop_field_base = r.get_string("model", "hop_field_base", m.hop_field_base);
   if (!m.hop_field_base.empty() && m.graph_encoder_type != "hop_field")
     r.reject("model", "hop_field_base", "is the base of a fresh hop_field encoder; graph_encoder_type is \"" +

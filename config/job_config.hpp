@@ -56,6 +56,9 @@ struct ModelSection {
   // A fresh hop_field encoder's node-feature rows before the hops: "as_is"; "l1" or "l2", each row
   // over its L1 or L2 norm (common/template_tree.hpp); written into the encoder's file.
   std::string hop_field_rows = "as_is";
+  // How a fresh hop_field encoder's projector reads its hops: "shared", one map for every hop; or
+  // "per_hop", each hop its own map, the projector K + 1 times wider (common/template_tree.hpp).
+  std::string hop_field_projector = "shared";
   // A fresh hop_field encoder's base ("" = none): one of GraphGPT's encoders in a file (a
   // grounding's graph_encoder.safetensors, say) whose output for every node, standardised, stands
   // beside the features before the propagation; frozen, and written into the stage's encoder file.

@@ -58,7 +58,7 @@ torch::Tensor field_input(const TextGraph& g, const std::string& rows, GraphEnco
 torch::Tensor hop_field(const TextGraph& g, int64_t hops, const std::string& rows, GraphEncoderImpl* base) {
   if (hops < 1 || hops > kMaxFieldHops)
     fail("hop field", "hops must be in [1, " + std::to_string(kMaxFieldHops) + "], got " + std::to_string(hops));
-  if (!is_field_rows(rows)) fail("hop field", "rows must be " + field_rows_choices() + ", got \"" + rows + "\"");
+  if (!is_one_of(rows, kFieldRows)) fail("hop field", "rows must be " + choices_text(kFieldRows) + ", got \"" + rows + "\"");
   const torch::Tensor input = field_input(g, rows, base);
   const int64_t n = g.num_nodes(), f = input.size(1);
   const Csr& adj = g.undirected_adj;

@@ -37,13 +37,15 @@ std::string GraphEncoderConfig::template_records_hint() const {
   return "build the records with graphtune data build --template hop_field --hops " + std::to_string(field_hops);
 }
 
-GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows) {
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows,
+                                            const std::string& projector) {
   GraphEncoderConfig c;
   c.gnn_type = "hop_field";
   c.field_hops = hops;
   c.field_rows = rows;
+  c.field_projector = projector;
   c.gnn_input = feature_width * (hops + 1);
-  c.gnn_output = feature_width + hops + 1;
+  c.gnn_output = c.field_token_width() + hops + 1;
   c.dropout = 0.0;
   return c;
 }
@@ -70,11 +72,13 @@ std::string GraphEncoderConfig::problem() const {
   else if (is_hop_field() && gnn_input % (field_hops + 1) != 0)
     ss << "a hop_field encoder's gnn_input is its " << field_hops + 1 << " hops' features side by side, and "
        << gnn_input << " is not a multiple of " << field_hops + 1;
-  else if (is_hop_field() && gnn_output != gnn_input / (field_hops + 1) + field_hops + 1)
-    ss << "a hop_field encoder's gnn_output is one hop's width + its " << field_hops + 1 << " hops ("
-       << gnn_input / (field_hops + 1) + field_hops + 1 << "), got " << gnn_output;
-  else if (is_hop_field() && !is_field_rows(field_rows))
-    ss << "the hop field's rows must be " << field_rows_choices() << ", got \"" << field_rows << "\"";
+  else if (is_hop_field() && !is_one_of(field_projector, kFieldProjectors))
+    ss << "the hop field's projector must be " << choices_text(kFieldProjectors) << ", got \"" << field_projector << "\"";
+  else if (is_hop_field() && gnn_output != field_token_width() + field_hops + 1)
+    ss << "a hop_field encoder's gnn_output is " << (field_projector == "per_hop" ? "all its hops' widths" : "one hop's width")
+       << " + its " << field_hops + 1 << " hops (" << field_token_width() + field_hops + 1 << "), got " << gnn_output;
+  else if (is_hop_field() && !is_one_of(field_rows, kFieldRows))
+    ss << "the hop field's rows must be " << choices_text(kFieldRows) << ", got \"" << field_rows << "\"";
   else if (is_hop_field()) return "";
   else if (is_llaga() && (llaga_hops <= 0 || llaga_fanout <= 0))
     ss << "llaga's hops and fanout must be positive, got " << llaga_hops << " and " << llaga_fanout;
@@ -140,7 +144,7 @@ GraphEncoderImpl::GraphEncoderImpl(const GraphEncoderConfig& cfg, std::shared_pt
   if (!cfg.is_hop_field()) fail("graph encoder config", "only a hop_field encoder has a base, not a " + cfg.gnn_type + " one");
   const GraphEncoderConfig& b = base->config();
   if (b.is_template()) fail("graph encoder config", "a hop field's base is one of GraphGPT's encoders (gt or gcn), not " + b.gnn_type);
-  const int64_t width = cfg.gnn_input / (cfg.field_hops + 1);
+  const int64_t width = cfg.field_width();
   if (width != b.gnn_input + b.gnn_output)
     fail("graph encoder config", "a hop field over a base of gnn_input " + std::to_string(b.gnn_input) + " and gnn_output " +
                                      std::to_string(b.gnn_output) + " has hops " + std::to_string(b.gnn_input + b.gnn_output) +
@@ -209,7 +213,8 @@ std::map<std::string, std::string> GraphEncoderImpl::file_metadata() const {
     std::map<std::string, std::string> m = {{"graph_encoder_type", "hop_field"},
                                             {"gnn_input", std::to_string(cfg_.gnn_input)},
                                             {"hop_field_hops", std::to_string(cfg_.field_hops)},
-                                            {"hop_field_rows", cfg_.field_rows}};
+                                            {"hop_field_rows", cfg_.field_rows},
+                                            {"hop_field_projector", cfg_.field_projector}};
     if (field_base_) m["hop_field_base"] = field_base_->config().gnn_type;  // its shape is its tensors'
     return m;
   }
@@ -350,8 +355,12 @@ void GraphEncoderImpl::check_template_nodes(int64_t n) const {
 torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x, std::optional<uint64_t> dropout_seed) const {
   const int64_t n = x.size(0);
   check_template_nodes(n);
-  // Row k's block k: [n, n, F] -> its diagonal over the first two dimensions, [F, n] -> [n, F].
-  const torch::Tensor own_hop = x.view({n, n, x.size(1) / n}).diagonal(0, 0, 1).t();
+  const torch::Tensor hops = x.view({n, n, x.size(1) / n});
+  // Row k's block k: per_hop keeps it in place, zeros elsewhere ([n, n, F] times the identity on
+  // the first two dimensions); shared takes it out, the diagonal [F, n] -> [n, F].
+  const torch::Tensor own_hop = cfg_.field_projector == "per_hop"
+                                    ? (hops * torch::eye(n, x.options()).unsqueeze(2)).view({n, x.size(1)})
+                                    : hops.diagonal(0, 0, 1).t();
   auto gen = mask_generator(dropout_seed);
   return torch::cat({dropout_of(own_hop, cfg_.dropout, is_training(), gen), hop_embedding_.to(x.scalar_type())}, 1);
 }

@@ -93,6 +93,7 @@ struct GraphEncoderConfig {
   int64_t llaga_hops = 2, llaga_fanout = 10;  // llaga: its tree (LLaGA's k_hop, sample_neighbor_size)
   int64_t field_hops = 4;                      // hop_field: K, the hops beyond the centre's own features
   std::string field_rows = "as_is";            // hop_field: the features' rows before the hops (kFieldRows)
+  std::string field_projector = "shared";      // hop_field: how the projector reads the hops (kFieldProjectors)
   bool is_gcn() const { return gnn_type == "gcn"; }
   bool is_llaga() const { return gnn_type == "llaga"; }
   bool is_hop_field() const { return gnn_type == "hop_field"; }
@@ -109,6 +110,10 @@ struct GraphEncoderConfig {
   std::string template_reads() const;
   std::string template_records_hint() const;
   std::string problem() const;  // "" when consistent, else what is wrong
+  // hop_field: one hop's width (gnn_input over K + 1), and the width of the block a hop's
+  // features take in a token (one hop's width, or K + 1 of them for the per_hop projector).
+  int64_t field_width() const { return gnn_input / (field_hops + 1); }
+  int64_t field_token_width() const { return field_projector == "per_hop" ? gnn_input : field_width(); }
 };
 
 // A llaga encoder's config: features of width gnn_input, the tree of `hops` and `fanout`.
@@ -117,7 +122,8 @@ GraphEncoderConfig llaga_encoder_config(int64_t gnn_input, int64_t hops, int64_t
 // smallest eigenvalue, its sign such that its first entry above 1e-6 in magnitude is positive.
 torch::Tensor template_tree_embedding(int64_t hops, int64_t fanout);
 // A hop_field encoder's config: node features of width feature_width, K = hops.
-GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows = "as_is");
+GraphEncoderConfig hop_field_encoder_config(int64_t feature_width, int64_t hops, const std::string& rows = "as_is",
+                                            const std::string& projector = "shared");
 
 class GraphEncoderImpl : public torch::nn::Module {
  public:

@@ -101,8 +101,10 @@ GraphEncoderConfig template_config_of_metadata(const std::map<std::string, std::
     c = llaga_encoder_config(number("gnn_input"), number("llaga_hops"), number("llaga_fanout"));
   } else {
     const int64_t hops = number("hop_field_hops"), width = number("gnn_input");
-    auto rows = meta.find("hop_field_rows");  // absent in the files written before rows were a choice: as they are
-    c = hop_field_encoder_config(width / (hops + 1), hops, rows == meta.end() ? "as_is" : rows->second);
+    // Absent in the files written before they were choices: what those files ran with.
+    auto rows = meta.find("hop_field_rows"), projector = meta.find("hop_field_projector");
+    c = hop_field_encoder_config(width / (hops + 1), hops, rows == meta.end() ? "as_is" : rows->second,
+                                 projector == meta.end() ? "shared" : projector->second);
     c.gnn_input = width;  // as written, so a width that is no multiple of the hops is named below
   }
   if (const std::string p = c.problem(); !p.empty()) fail(path, p);

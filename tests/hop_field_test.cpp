@@ -200,6 +200,30 @@ TEST(HopFieldEncoder, TokenKIsHopKBesideItsOneHot) {
                        "the hop_field encoder reads LLaGA's records"));
 }
 
+TEST(HopFieldEncoder, PerHopTokenKHoldsHopKInBlockK) {
+  const int64_t f = 5, hops = 3, n = hops + 1;
+  const gt::GraphEncoderConfig c = gt::hop_field_encoder_config(f, hops, "as_is", "per_hop");
+  EXPECT_EQ(c.gnn_input, f * n);
+  EXPECT_EQ(c.gnn_output, f * n + n);
+  gt::GraphEncoder enc(c);
+  const auto x = torch::randn({n, f * n});
+  const auto out = enc->forward(x, torch::zeros({2, 0}, torch::kInt64));
+  ASSERT_EQ(out.sizes().vec(), (std::vector<int64_t>{n, f * n + n}));
+  for (int64_t k = 0; k < n; ++k) {
+    for (int64_t j = 0; j < n; ++j) {
+      const auto block = out[k].slice(0, j * f, (j + 1) * f);
+      EXPECT_TRUE(j == k ? block.equal(x[k].slice(0, k * f, (k + 1) * f)) : block.eq(0).all().item<bool>()) << k << " " << j;
+    }
+    EXPECT_TRUE(out[k].slice(0, f * n).equal(torch::one_hot(torch::tensor(k), n).to(torch::kFloat32))) << k;
+  }
+  // So one linear projector over these tokens is each hop's own map: W's block k reads hop k.
+  const auto w = torch::randn({7, f * n + n});
+  const auto projected = torch::matmul(out, w.t());
+  for (int64_t k = 0; k < n; ++k)
+    EXPECT_TRUE(projected[k].allclose(torch::matmul(w.slice(1, k * f, (k + 1) * f), x[k].slice(0, k * f, (k + 1) * f)) +
+                                      w.select(1, f * n + k), 1e-5, 1e-5)) << k;
+}
+
 TEST(HopFieldEncoder, DropoutDropsTheFeaturesNeverTheOneHot) {
   const int64_t f = 200, hops = 3, n = hops + 1;
   gt::GraphEncoder enc(gt::hop_field_encoder_config(f, hops));
@@ -234,6 +258,12 @@ TEST(HopFieldEncoder, ConfigProblemsAreNamed) {
                        "rows must be \"as_is\", \"l1\" or \"l2\", got \"unit\""));
   EXPECT_EQ(gt::hop_field_encoder_config(4, 2, "l1").problem(), "");
   EXPECT_EQ(gt::hop_field_encoder_config(4, 2, "l2").problem(), "");
+  EXPECT_TRUE(contains(gt::hop_field_encoder_config(4, 2, "l2", "diagonal").problem(),
+                       "projector must be \"shared\" or \"per_hop\", got \"diagonal\""));
+  c = gt::hop_field_encoder_config(4, 2, "as_is", "per_hop");
+  EXPECT_EQ(c.problem(), "");
+  c.gnn_output = 7;
+  EXPECT_TRUE(contains(c.problem(), "gnn_output is all its hops' widths + its 3 hops (15), got 7"));
 }
 
 TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
@@ -254,11 +284,20 @@ TEST(HopFieldEncoder, ItsFileReadsBackAsHopField) {
   const std::string l1 = dir.path + "/l1.safetensors";
   gt::GraphEncoder(gt::hop_field_encoder_config(6, 2, "l1"))->save_safetensors(l1);
   EXPECT_EQ(gt::open_graph_encoder(l1, "")->config().field_rows, "l1");
+  EXPECT_EQ(meta.at("hop_field_projector"), "shared");
+  const std::string per_hop = dir.path + "/per_hop.safetensors";
+  gt::GraphEncoder(gt::hop_field_encoder_config(6, 2, "l2", "per_hop"))->save_safetensors(per_hop);
+  EXPECT_EQ(gt::SafetensorsFile::open(per_hop).metadata().at("hop_field_projector"), "per_hop");
+  const gt::GraphEncoderConfig per_hop_back = gt::open_graph_encoder(per_hop, "")->config();
+  EXPECT_EQ(per_hop_back.field_projector, "per_hop");
+  EXPECT_EQ(per_hop_back.field_rows, "l2");
+  EXPECT_EQ(per_hop_back.gnn_output, 18 + 3);
   // A file written before rows were a choice has no such key: its rows were as they are.
   const std::string older = dir.path + "/older.safetensors";
   gt::save_safetensors(older, {{"hop_embedding", torch::eye(3)}},
                        {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}});
   EXPECT_EQ(gt::open_graph_encoder(older, "")->config().field_rows, "as_is");
+  EXPECT_EQ(gt::open_graph_encoder(older, "")->config().field_projector, "shared");
   const std::string other = dir.path + "/other.safetensors";
   gt::save_safetensors(other, {{"hop_embedding", torch::eye(3)}},
                        {{"graph_encoder_type", "hop_field"}, {"gnn_input", "18"}, {"hop_field_hops", "2"}, {"hop_field_rows", "l3"}});

@@ -174,6 +174,10 @@ def main():
             compare(tmp, f"hop_field_{rows}-512x8", bench, fields, 1024, stage="task",
                     model_extra=f'graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_rows = "{rows}"')
             check_hop_field(tmp, fields, os.path.join(tmp, f"out-hop_field_{rows}-512x8"), rows=rows)
+        # Each hop through its own columns of the projector: the file says so and the reference reads it.
+        compare(tmp, "hop_field_per_hop-512x8", bench, fields, 1024, stage="task",
+                model_extra='graph_encoder_type = "hop_field"\nhop_field_hops = 3\nhop_field_projector = "per_hop"')
+        check_hop_field(tmp, fields, os.path.join(tmp, "out-hop_field_per_hop-512x8"), projector="per_hop")
         # Over a base, GraphGPT's GCN with random weights: its output beside the features.
         from safetensors.torch import save_file
         g = torch.Generator().manual_seed(0)
@@ -186,7 +190,7 @@ def main():
     finish()
 
 
-def check_hop_field(tmp, records, out, rows="as_is"):
+def check_hop_field(tmp, records, out, rows="as_is", projector="shared"):
     """The rows graphtune's hop_field encoder read are PyTorch Geometric's propagation of the
     graph's features (gcn_norm over the citations either way; with a base, its output beside
     them), 0..K steps side by side; the encoder's file says its rows."""
@@ -200,6 +204,8 @@ def check_hop_field(tmp, records, out, rows="as_is"):
     ei = to_undirected(torch.tensor(edges, dtype=torch.long).t(), num_nodes=x.shape[0])  # each pair once a way
     encoder = graphgpt_reference.graph_encoder_file(os.path.join(out, "graph_encoder.safetensors"))
     check(f"{os.path.basename(out)}: its encoder file says rows \"{rows}\"", encoder.rows == rows, encoder.rows)
+    check(f"{os.path.basename(out)}: its encoder file says projector \"{projector}\"",
+          encoder.projector == projector, encoder.projector)
     field = encoder.field_of(x, ei)
     dump = dumped(out)
     centres = [r["graph"]["node_idx"] for r in json.load(open(records))]

@@ -142,10 +142,13 @@ GraphGptSetup build_graphgpt(const JobConfig& cfg, const torch::Device& device, 
         fail(where, cfg.model.hop_field_base + " reads " + std::to_string(b.gnn_input) + "-wide node features, the graph's are " +
                         std::to_string(fresh.gnn_input) + " wide");
       encoder = GraphEncoder(std::make_shared<GraphEncoderImpl>(
-          hop_field_encoder_config(b.gnn_input + b.gnn_output, cfg.model.hop_field_hops, cfg.model.hop_field_rows), base.ptr()));
+          hop_field_encoder_config(b.gnn_input + b.gnn_output, cfg.model.hop_field_hops, cfg.model.hop_field_rows,
+                                   cfg.model.hop_field_projector),
+          base.ptr()));
     } else {
       if (fresh.is_hop_field())
-        fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops, cfg.model.hop_field_rows);
+        fresh = hop_field_encoder_config(fresh.gnn_input, cfg.model.hop_field_hops, cfg.model.hop_field_rows,
+                                         cfg.model.hop_field_projector);
       encoder = GraphEncoder(fresh);
     }
     encoder->init_weights(static_cast<uint64_t>(cfg.training.seed));

@@ -153,9 +153,10 @@ std::map<std::string, std::string> checkpoint_config(const JobConfig& c) {
       m["model.llaga_hops"] = std::to_string(c.model.llaga_hops);
       m["model.llaga_fanout"] = std::to_string(c.model.llaga_fanout);
     }
-    if (c.model.graph_encoder_type == "hop_field") {  // a fresh hop_field encoder's hops, rows and base
+    if (c.model.graph_encoder_type == "hop_field") {  // a fresh hop_field encoder's hops, rows, projector and base
       m["model.hop_field_hops"] = std::to_string(c.model.hop_field_hops);
       m["model.hop_field_rows"] = c.model.hop_field_rows;
+      m["model.hop_field_projector"] = c.model.hop_field_projector;
       m["model.hop_field_base"] = c.model.hop_field_base;
     }
     m["data.features"] = c.data.features;
@@ -188,7 +189,8 @@ ResumePoint find_resume_point(const JobConfig& cfg) {
   // Keys later versions record: a checkpoint written before them ran with what their absence means.
   const std::map<std::string, std::string> absent_means = {
       {"model.adapter", ""}, {"data.group_by_length", "false"}, {"model.encoder_dropout", number(0.0)},
-      {"model.graph_encoder_type", "gt"}, {"model.hop_field_rows", "as_is"}};
+      {"model.graph_encoder_type", "gt"}, {"model.hop_field_rows", "as_is"},
+      {"model.hop_field_projector", "shared"}};
   for (const auto& [key, value] : checkpoint_config(cfg)) {
     auto it = rp.index.config.find(key);
     auto old = absent_means.find(key);

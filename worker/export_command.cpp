@@ -142,6 +142,7 @@ JobConfig graph_config(const std::string& checkpoint, const ckpt::Index& index) 
   cfg.model.hop_field_hops =
       std::stoll(config_value(index, "model.hop_field_hops", std::to_string(cfg.model.hop_field_hops)));
   cfg.model.hop_field_rows = config_value(index, "model.hop_field_rows", "as_is");
+  cfg.model.hop_field_projector = config_value(index, "model.hop_field_projector", "shared");
   cfg.model.hop_field_base = config_value(index, "model.hop_field_base", "");
   cfg.model.encoder_dropout = std::stod(config_value(index, "model.encoder_dropout", "0"));
   cfg.data.graph = config_value(index, "data.graph", cfg.data.graph);

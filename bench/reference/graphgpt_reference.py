@@ -132,13 +132,17 @@ class HopField(torch.nn.Module):
     tensors, one of GraphGPT's encoders), the features propagated are the node's beside the base's
     output over the whole graph, each column standardised over the nodes. rows "l1" or "l2" (the
     file's hop_field_rows) divides each node's features, not the base's output, by their L1 or L2
-    norm first."""
+    norm first. projector "per_hop" (the file's hop_field_projector) puts hop k in block k of a
+    K + 1 times wider row, zeros elsewhere, so the projector reads each hop with its own columns
+    (SIGN's inception); "shared" gives every hop the same columns."""
 
-    def __init__(self, weights, heads=8, rows="as_is"):
+    def __init__(self, weights, heads=8, rows="as_is", projector="shared"):
         super().__init__()
         if rows not in ("as_is", "l1", "l2"):
             raise ValueError(f'hop_field_rows must be "as_is", "l1" or "l2", got "{rows}"')
-        self.rows = rows
+        if projector not in ("shared", "per_hop"):
+            raise ValueError(f'hop_field_projector must be "shared" or "per_hop", got "{projector}"')
+        self.rows, self.projector = rows, projector
         self.register_buffer("hops", weights["hop_embedding"].to(torch.float32))
         base = {k[len("base."):]: v for k, v in weights.items() if k.startswith("base.")}
         self.base = graph_encoder(base, heads) if base else None
@@ -152,6 +156,8 @@ class HopField(torch.nn.Module):
             raise ValueError(f"a graph of {x.shape[0]} nodes; this hop_field encoder reads its centre {n} times")
         width = x.shape[1] // n
         own = torch.stack([x[k, k * width:(k + 1) * width] for k in range(n)]).to(torch.float32)
+        if self.projector == "per_hop":
+            own = torch.block_diag(*own.unsqueeze(1))  # row k: hop k in block k
         return torch.cat([own, self.hops], 1)
 
     @torch.no_grad()
@@ -184,7 +190,9 @@ def graph_encoder(weights, heads=8, metadata=None):
     if "structure_embedding" in weights:
         return Llaga(weights)
     if "hop_embedding" in weights:
-        return HopField(weights, heads, (metadata or {}).get("hop_field_rows", "as_is"))
+        metadata = metadata or {}
+        return HopField(weights, heads, metadata.get("hop_field_rows", "as_is"),
+                        metadata.get("hop_field_projector", "shared"))
     return GraphGcn(weights) if "vars.0" in weights else GraphTransformer(weights, heads)
 
 

@@ -8,8 +8,9 @@
 # bit-exact. Then the refusals, each one line and exit 2: GraphGPT's subgraphs under a hop_field
 # encoder (naming the record), a field of other hops, a features file (no citations to propagate
 # over), grounding it, training its (absent) weights, records of another task. Its rows "l1" (each
-# node's features over their L1 norm) kept in its file. And the hop field over a base encoder,
-# which it carries in its file.
+# node's features over their L1 norm) kept in its file. The per_hop projector (each hop its own
+# columns), under every layout and a resume. And the hop field over a base encoder, which it
+# carries in its file.
 source "$(dirname "$0")/lib.sh"
 need_mpirun 300
 train_fixture 4
@@ -72,6 +73,35 @@ expect_fail "rows that are no choice" "hop_field_rows: 'l3' is not one of: as_is
   "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_rows l3 --job.out_dir "$TMP/x10"
 expect_fail "rows for an encoder that is not a hop field" 'hop_field_rows: shapes a fresh hop_field encoder; graph_encoder_type is "gcn"' -- \
   "$W" train -c "$CFG" "${HOPF[@]}" --model.graph_encoder_type gcn --model.hop_field_rows l1 --job.out_dir "$TMP/x11"
+
+# The per_hop projector: hop k's token holds its features in block k of a 4 x 128 wide row, so the
+# projector reads each hop with its own columns. Its file says so, every layout equals one
+# process, eval reads it back, a resume must keep it.
+HOPP=("${HOPF[@]}" --model.hop_field_projector per_hop)
+run hp_ref 1 "${HOPP[@]}"
+check "per_hop: 4 x 128 + 4 wide tokens, in the encoder file's metadata, each hop's columns trained apart" "$PY" -c "
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import load_file
+assert safe_open('$TMP/hp_ref/graph_encoder.safetensors', 'np').metadata()['hop_field_projector'] == 'per_hop'
+assert safe_open('$TMP/hf_ref/graph_encoder.safetensors', 'np').metadata()['hop_field_projector'] == 'shared'
+w = load_file('$TMP/hp_ref/graph_projector.safetensors')['model.graph_projector.weight']
+assert w.shape[1] == 4 * 128 + 4, w.shape
+blocks = [w[:, k * 128:(k + 1) * 128] for k in range(4)]
+d = min(np.abs(blocks[i] - blocks[j]).max() for i in range(4) for j in range(i + 1, 4))
+assert d > 1e-4, d"
+against_serial hp "graph_projector.safetensors adapter/adapter_model.safetensors" HOPP \
+  "dp2 2 --parallelism.dp 2" \
+  "pp2_1f1b 2 --parallelism.pp 2 --parallelism.schedule 1f1b --parallelism.microbatches 4" \
+  "tp2 2 --parallelism.tp 2"
+evals_every_record hp_ref "$TMP/field_test.json" 6 --data.graph embedded
+resumes_bit_exact hp "graph_projector.safetensors adapter/adapter_model.safetensors" HOPP
+expect_fail "a resume with the other projector" 'saved with model.hop_field_projector = "shared", this job has "per_hop"' -- \
+  "$W" train -c "$CFG" "${HOPP[@]}" --checkpoint.every 2 --resume latest --job.out_dir "$TMP/hf_resumed"
+expect_fail "a projector that is no choice" "hop_field_projector: 'diagonal' is not one of: shared, per_hop" -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.hop_field_projector diagonal --job.out_dir "$TMP/x12"
+expect_fail "per_hop for an encoder that is not a hop field" 'hop_field_projector: shapes a fresh hop_field encoder; graph_encoder_type is "gcn"' -- \
+  "$W" train -c "$CFG" "${HOPF[@]}" --model.graph_encoder_type gcn --model.hop_field_projector per_hop --job.out_dir "$TMP/x13"
 
 # Over a base encoder (GraphGPT's GCN, 8 outputs, from a file): each hop is 128 + 8 wide, the
 # base travels inside the stage's encoder file, dp 2 equals one process, eval reads it back.
