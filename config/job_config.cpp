@@ -133,18 +133,19 @@ ModelSection read_model(SectionReader& in) {
     r.reject("model", "hop_field_hops", "must be at most " + std::to_string(kMaxFieldHops) + " (each hop a graph token of every "
                                         "prompt and a feature table as wide as the graph's own), got " +
                                         std::to_string(m.hop_field_hops));
+  // A setting that shapes a fresh hop_field encoder, given other than its default: refused for
+  // another kind of encoder, or beside an encoder file (whose metadata says it).
+  const auto shapes_fresh_field = [&](const char* key, bool given, const std::string& file_says) {
+    if (given && m.graph_encoder_type != "hop_field")
+      r.reject("model", key, "shapes a fresh hop_field encoder; graph_encoder_type is \"" + m.graph_encoder_type + "\"");
+    else if (given && !m.graph_encoder.empty())
+      r.reject("model", key, "shapes a fresh hop_field encoder; [model].graph_encoder names an encoder file already "
+                             "(a hop field's file says " + file_says + ")");
+  };
   m.hop_field_rows = in.one_of_names("model", "hop_field_rows", m.hop_field_rows, kFieldRows);
-  if (m.hop_field_rows != "as_is" && m.graph_encoder_type != "hop_field")
-    r.reject("model", "hop_field_rows", "shapes a fresh hop_field encoder; graph_encoder_type is \"" + m.graph_encoder_type + "\"");
-  else if (m.hop_field_rows != "as_is" && !m.graph_encoder.empty())
-    r.reject("model", "hop_field_rows", "shapes a fresh hop_field encoder; [model].graph_encoder names an encoder file already "
-                                        "(a hop field's file says its rows)");
+  shapes_fresh_field("hop_field_rows", m.hop_field_rows != "as_is", "its rows");
   m.hop_field_projector = in.one_of_names("model", "hop_field_projector", m.hop_field_projector, kFieldProjectors);
-  if (m.hop_field_projector != "shared" && m.graph_encoder_type != "hop_field")
-    r.reject("model", "hop_field_projector", "shapes a fresh hop_field encoder; graph_encoder_type is \"" + m.graph_encoder_type + "\"");
-  else if (m.hop_field_projector != "shared" && !m.graph_encoder.empty())
-    r.reject("model", "hop_field_projector", "shapes a fresh hop_field encoder; [model].graph_encoder names an encoder file "
-                                             "already (a hop field's file says how its projector reads it)");
+  shapes_fresh_field("hop_field_projector", m.hop_field_projector != "shared", "how its projector reads it");
   m.hop_field_base = r.get_string("model", "hop_field_base", m.hop_field_base);
   if (!m.hop_field_base.empty() && m.graph_encoder_type != "hop_field")
     r.reject("model", "hop_field_base", "is the base of a fresh hop_field encoder; graph_encoder_type is \"" +
