@@ -75,7 +75,7 @@ std::string GraphEncoderConfig::problem() const {
   else if (is_hop_field() && !is_one_of(field_projector, kFieldProjectors))
     ss << "the hop field's projector must be " << choices_text(kFieldProjectors) << ", got \"" << field_projector << "\"";
   else if (is_hop_field() && gnn_output != field_token_width() + field_hops + 1)
-    ss << "a hop_field encoder's gnn_output is " << (field_projector == "per_hop" ? "all its hops' widths" : "one hop's width")
+    ss << "a hop_field encoder's gnn_output is " << (is_field_per_hop() ? "all its hops' widths" : "one hop's width")
        << " + its " << field_hops + 1 << " hops (" << field_token_width() + field_hops + 1 << "), got " << gnn_output;
   else if (is_hop_field() && !is_one_of(field_rows, kFieldRows))
     ss << "the hop field's rows must be " << choices_text(kFieldRows) << ", got \"" << field_rows << "\"";
@@ -358,7 +358,7 @@ torch::Tensor GraphEncoderImpl::forward_hop_field(const torch::Tensor& x, std::o
   const torch::Tensor hops = x.view({n, n, x.size(1) / n});
   // Row k's block k: per_hop keeps it in place, zeros elsewhere ([n, n, F] times the identity on
   // the first two dimensions); shared takes it out, the diagonal [F, n] -> [n, F].
-  const torch::Tensor own_hop = cfg_.field_projector == "per_hop"
+  const torch::Tensor own_hop = cfg_.is_field_per_hop()
                                     ? (hops * torch::eye(n, x.options()).unsqueeze(2)).view({n, x.size(1)})
                                     : hops.diagonal(0, 0, 1).t();
   auto gen = mask_generator(dropout_seed);

@@ -113,7 +113,8 @@ struct GraphEncoderConfig {
   // hop_field: one hop's width (gnn_input over K + 1), and the width of the block a hop's
   // features take in a token (one hop's width, or K + 1 of them for the per_hop projector).
   int64_t field_width() const { return gnn_input / (field_hops + 1); }
-  int64_t field_token_width() const { return field_projector == "per_hop" ? gnn_input : field_width(); }
+  bool is_field_per_hop() const { return field_projector == "per_hop"; }
+  int64_t field_token_width() const { return is_field_per_hop() ? gnn_input : field_width(); }
 };
 
 // A llaga encoder's config: features of width gnn_input, the tree of `hops` and `fanout`.
