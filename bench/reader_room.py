@@ -24,7 +24,8 @@ Each is scored on the bench's own validation and test papers, and on the validat
 three other per-class 40/40/20 splits (label_input_probe.py's), whose mean says how much of a
 difference on the bench's split is that split's.
 
-  bench/reader_room.py runs/quality/linqs     # about 6 minutes for LINQS on 2 cores
+  bench/reader_room.py runs/quality/linqs     # LINQS: 27 minutes of CPU on 2 cores (82 at low
+                                              # priority beside a bench run and CI)
 """
 import json
 import math
