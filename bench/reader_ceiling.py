@@ -77,6 +77,14 @@ def softmax(z):
     return e / e.sum(1, keepdims=True)
 
 
+def hop_products(op, x, hops):
+    """x and its 1 to `hops` products by op: the hop field's tokens, one a hop."""
+    out = [x]
+    for _ in range(hops):
+        out.append(op @ out[-1])
+    return out
+
+
 def appnp(a_hat, p):
     out = p
     for _ in range(HOPS):
@@ -102,13 +110,8 @@ def main():
         classes = int(y.max()) + 1
         a_hat = normalised(a)
         rings = hop_means(a)
-        def hops_of(f, k):
-            out = [f]
-            for _ in range(k):
-                out.append(a_hat @ out[-1])
-            return out
-        hop_field = lambda f: np.hstack(hops_of(f, FIELD_HOPS))
-        far = hops_of(x, max(FIELD_HOPS_SWEEP))
+        hop_field = lambda f: np.hstack(hop_products(a_hat, f, FIELD_HOPS))
+        far = hop_products(a_hat, x, max(FIELD_HOPS_SWEEP))
         field = np.hstack(far[:FIELD_HOPS + 1])
         rows = {}
         for seed in range(3):

@@ -18,8 +18,8 @@ same training papers:
                       frequency (scikit-learn's), then over its L2 norm
   stage 2's schedule  the hop field 16's reader trained the way stage 2 trains the projector
                       (batches of 4, AdamW at 2e-3, 3% warm-up then cosine, two epochs)
-  GCN /count, GCN l2  bench/quality_baselines.py's GCN (two layers, 64 hidden) on the words
-                      over their sum, and over their L2 norm (2 seeds each)
+  GCN /count, GCN l2  bench/quality_baselines.py's GCN (two layers, 64 hidden) on the rows the
+                      chosen GCN normalises (each over its sum), and over their L2 norm (2 seeds each)
 Each is scored on the bench's own validation and test papers, and on the validation papers of
 three other per-class 40/40/20 splits (label_input_probe.py's), whose mean says how much of a
 difference on the bench's split is that split's.
@@ -39,21 +39,14 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from label_input_probe import gcn_outputs, normalised, probe_logits, split  # noqa: E402
-from quality_baselines import read_graph  # noqa: E402
-from reader_ceiling import FIELD_WEIGHT_DECAY  # noqa: E402
+from quality_baselines import normalised_rows, read_graph  # noqa: E402
+from reader_ceiling import FIELD_WEIGHT_DECAY, hop_products  # noqa: E402
 
 HOPS, TELEPORT = 16, 0.1
 
 
 def l2_rows(x):
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
-def field(op, x, hops):
-    out = [x]
-    for _ in range(hops):
-        out.append(op @ out[-1])
-    return out
 
 
 def record_nodes(path):
@@ -113,7 +106,7 @@ def main():
     walk = loops / loops.sum(1, keepdims=True)
 
     rows = l2_rows(x)
-    hops = field(a_hat, rows, 2 * HOPS)
+    hops = hop_products(a_hat, rows, 2 * HOPS)
     ppr = rows
     for _ in range(10):
         ppr = (1 - TELEPORT) * (a_hat @ ppr) + TELEPORT * rows
@@ -122,12 +115,12 @@ def main():
     default = np.hstack(hops[:HOPS + 1])
     linear = {
         "hop field 16 (the default's tokens)": default,
-        "+ random-walk hops": np.hstack(hops[:HOPS + 1] + field(walk, rows, HOPS)[1:]),
+        "+ random-walk hops": np.hstack(hops[:HOPS + 1] + hop_products(walk, rows, HOPS)[1:]),
         "+ PPR": np.hstack(hops[:HOPS + 1] + [ppr]),
         "32 hops": np.hstack(hops),
-        "tf-idf rows": np.hstack(field(a_hat, tfidf, HOPS)),
+        "tf-idf rows": np.hstack(hop_products(a_hat, tfidf, HOPS)),
     }
-    count_rows = x / np.maximum(np.abs(x).sum(1, keepdims=True), 1e-12)
+    count_rows = normalised_rows(torch.from_numpy(x)).numpy()  # the chosen GCN's, PyG's NormalizeFeatures
 
     bench = {"val": record_nodes(os.path.join(run, "val.json"))}
     if os.path.isfile(os.path.join(run, "test.json")):
